@@ -15,10 +15,10 @@ STOCKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "stocks_quand
 US_FEDERAL_1920S = FiscalCalendar(7, "end")  # 1 July to 30 June, named after the year it ends
 
 
-def _pairs(text: str, reference: str | None = REF, config: TaggerConfig = TaggerConfig()) -> list[tuple[str, str]]:
+def _pairs(text: str, reference: str | None = REF, config: TaggerConfig | None = None) -> list[tuple[str, str]]:
     ref = parse_instant(reference) if reference else None
     return [(m.interval.start.strftime("%Y-%m-%dT%H:%M"), m.interval.end.strftime("%Y-%m-%dT%H:%M"))
-            for m in extract_mentions(text, reference=ref, config=config)]
+            for m in extract_mentions(text, reference=ref, config=config or TaggerConfig())]
 
 
 def _d(start: str, end: str) -> tuple[str, str]:

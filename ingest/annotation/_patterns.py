@@ -10,7 +10,6 @@ import re
 
 __all__ = [
     "CLOCK_RANGE",
-    "DATE_ATOM",
     "DAY_RANGE",
     "DECADE",
     "DURATION_ENDED",
@@ -62,7 +61,6 @@ DAY = rf"(?:[0-3]?\d(?:st|nd|rd|th)?|{_ORD_WORD})"
 YEAR4 = r"(?:1[6-9]\d\d|2[01]\d\d)"
 _NUM = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 NUMBER = rf"(?:\d{{1,2}}|{_NUM})"
-_DASH = r"\s*(?:-|–|—|to|through|until|till)\s*"
 _FY = r"(?:FY\s?'?(?:\d{4}|\d{2})\b|fiscal\s+(?:year\s+)?(?:of\s+)?" + YEAR4 + ")"
 
 
@@ -75,9 +73,10 @@ WORD_DATE_DMY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})(?:\s+day)?\s+(?:of\s+)?(?P<mon
 DAY_RANGE = _c(rf"\b(?:from\s+)?(?P<month>{MONTH})\s+(?P<d1>{DAY})\s*(?:-|–|to|through)\s*(?P<d2>{DAY})(?!\d),?\s*"
                rf"(?P<year>{YEAR4})\b")
 ISO_DATE = _c(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?\b")
-NUMERIC_DATE = _c(r"(?<![\d.,/$])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<year>\d{4}|\d{2})(?![\d/-]|\.\d)")
+NUMERIC_DATE = _c(r"(?<![\d.,/$])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<year>\d{4}|\d{2})"
+                  r"(?![\d/-]|\.\d)")
 MONTH_YEAR = _c(rf"\b(?P<month>{MONTH}),?\s+(?:of\s+)?(?P<year>{YEAR4})\b")
-MONTH_RANGE_YEAR = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH}){_DASH.replace('until|till', 'until|till|and')}"
+MONTH_RANGE_YEAR = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH})\s*(?:-|–|—|to|through|until|till|and)\s*"
                       rf"(?P<m2>{MONTH}),?\s+(?P<year>{YEAR4})\b")
 YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|"
           r"miles|shares|men|people|persons|dollars|feet|pounds)\b)")
@@ -109,7 +108,6 @@ CLOCK_RANGE = _c(rf"\b(?:(?P<day1>{_DAYREF})\s+)?(?:from\s+|between\s+)?(?P<t1>{
                  rf"\s*(?:-|–|to|until|till|and)\s*(?P<t2>{_CLOCK})(?:\s+(?P<day2>{_DAYREF}))?\b")
 _ATOM = (rf"(?:{MONTH}\s+{DAY},?\s*{YEAR4}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR4}|{MONTH},?\s+{YEAR4}"
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
-DATE_ATOM = _c(_ATOM)
 RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
            rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")
 
