@@ -1,0 +1,54 @@
+"""The answer stage: multiple-choice accuracy through an OpenAI-compatible chat endpoint (e.g. a vLLM server).
+
+The paper's protocol (TA-RAG §4): retrieval sees only the question; the generator sees the retrieved
+context, in chronological order (or in rank order, for the "no chronological structuring" ablation), the
+question and the options, and answers with one option letter. Runs only when an endpoint URL is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bench.eval.data import Question
+from schemas.evidence import Evidence
+
+__all__ = ["AnswerConfig", "ask", "prompt"]
+
+_LETTER = re.compile(r"\b([A-D])\b")
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerConfig:
+    """Endpoint base URL (``…/v1``), model name, request timeout in seconds, and max answer tokens."""
+
+    url: str
+    model: str
+    timeout: float = 120.0
+    max_tokens: int = 8
+
+
+def prompt(question: Question, evidence: Sequence[Evidence]) -> str:
+    """The generator's prompt: numbered context (in the given order), question, options, answer format."""
+    context = "\n".join(f"[{n}] ({e.published_at:%Y-%m-%d}) {e.text}" if e.published_at else f"[{n}] {e.text}"
+                        for n, e in enumerate(evidence, 1))
+    options = "\n".join(f"{letter}. {text}" for letter, text in sorted(question.options.items()))
+    return (f"Context:\n{context}\n\nQuestion: {question.text}\nOptions:\n{options}\n\n"
+            "Answer with the letter of the correct option only.")
+
+
+def ask(config: AnswerConfig, text: str) -> str | None:
+    """The option letter the model answers to ``text`` (``None`` if it gives none).
+
+    Raises:
+        httpx.HTTPError: the endpoint is unreachable or answers with an error status.
+    """
+    import httpx
+
+    response = httpx.post(f"{config.url.rstrip('/')}/chat/completions", timeout=config.timeout, json={
+        "model": config.model, "temperature": 0, "max_tokens": config.max_tokens,
+        "messages": [{"role": "user", "content": text}]})
+    response.raise_for_status()
+    match = _LETTER.search(response.json()["choices"][0]["message"]["content"] or "")
+    return match.group(1) if match else None

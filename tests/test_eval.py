@@ -1,0 +1,90 @@
+"""The evaluation's metric functions, coverage-aware top-k and split rule, on hand-worked examples."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bench.eval.data import split_of
+from bench.eval.metrics import Item, endpoint_share, in_window_precision, months_of, recall_at_k, temporal_coverage
+from retrieval.coverage import coverage_top_k
+from retrieval.search import Hit
+from schemas.records import intervals_to_arrow
+from schemas.time import Granularity, Interval, period
+
+
+def _m(year: int, month: int) -> datetime:
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
+def _item(doc: str, year: int, month: int) -> Item:
+    return Item(doc, (period(_m(year, month), Granularity.MONTH),), _m(year, month))
+
+
+WINDOW = Interval(_m(2010, 1), _m(2010, 6))  # Jan..May 2010: 5 months
+GOLD = {f"d{m}" for m in range(1, 6)}
+
+
+def test_months_of_window() -> None:
+    assert months_of(WINDOW) == [_m(2010, m) for m in range(1, 6)]
+
+
+def test_recall_divides_by_k_when_gold_is_larger() -> None:
+    retrieved = [_item("d1", 2010, 1), _item("x", 2011, 1), _item("d3", 2010, 3)]
+    assert recall_at_k(retrieved, GOLD, 2) == 0.5  # 1 of min(2, 5)
+    assert recall_at_k(retrieved, GOLD, 3) == pytest.approx(2 / 3)  # 2 of min(3, 5)
+
+
+def test_recall_divides_by_gold_when_gold_is_smaller() -> None:
+    retrieved = [_item("d1", 2010, 1), _item("d2", 2010, 2), _item("x", 2011, 1)] + [_item("y", 2012, 1)] * 7
+    assert recall_at_k(retrieved, {"d1", "d2", "d9"}, 10) == pytest.approx(2 / 3)  # 2 of min(10, 3)
+    with pytest.raises(ValueError):
+        recall_at_k(retrieved, set(), 10)
+
+
+def test_in_window_precision_half_open() -> None:
+    # Jun 2010 starts exactly at the window's end: outside. Dec 2009 ends at its start: outside.
+    retrieved = [_item("d1", 2010, 1), _item("a", 2010, 6), _item("b", 2009, 12), _item("d5", 2010, 5)]
+    assert in_window_precision(retrieved, WINDOW, 4) == 0.5
+    assert in_window_precision(retrieved, WINDOW, 1) == 1.0
+    assert in_window_precision([], WINDOW, 5) is None
+
+
+def test_coverage_with_a_gap() -> None:
+    # gold in Jan, Feb, May; March is non-gold; April missing: 3 of 5 months covered.
+    retrieved = [_item("d1", 2010, 1), _item("d2", 2010, 2), _item("z", 2010, 3), _item("d5", 2010, 5)]
+    assert temporal_coverage(retrieved, GOLD, WINDOW, 10) == 0.6
+    assert temporal_coverage(retrieved, GOLD, WINDOW, 2) == 0.4
+
+
+def test_endpoint_share_against_uniform() -> None:
+    # in-window items: Jan, Jan, May, Mar -> 3 of 4 at the ends; Jul 2010 is outside and ignored.
+    retrieved = [_item("d1", 2010, 1), _item("e", 2010, 1), _item("d5", 2010, 5), _item("o", 2010, 7),
+                 _item("d3", 2010, 3)]
+    assert endpoint_share(retrieved, WINDOW, 5) == (0.75, 0.4)
+    assert endpoint_share(retrieved, Interval(_m(2010, 1), _m(2010, 3)), 5) is None  # 2-month window
+
+
+def _hit(doc: str, year: int, month: int, score: float) -> Hit:
+    return Hit({"doc_id": doc, "intervals": intervals_to_arrow([period(_m(year, month), Granularity.MONTH)])},
+               score)
+
+
+def test_coverage_top_k_spreads_over_periods() -> None:
+    periods = [period(_m(2010, m), Granularity.MONTH) for m in (1, 2, 3)]
+    hits = [_hit("j1", 2010, 1, 0.9), _hit("j2", 2010, 1, 0.8), _hit("j3", 2010, 1, 0.7),
+            _hit("f1", 2010, 2, 0.6), _hit("out", 2011, 1, 0.65), _hit("m1", 2010, 3, 0.5)]
+    assert [h.row["doc_id"] for h in hits[:3]] == ["j1", "j2", "j3"]  # plain top-3: one month
+    assert [h.row["doc_id"] for h in coverage_top_k(hits, periods, k=3)] == ["j1", "f1", "m1"]
+    assert [h.row["doc_id"] for h in coverage_top_k(hits, periods, k=5)] == ["j1", "f1", "m1", "j2", "j3"]
+    assert [h.row["doc_id"] for h in coverage_top_k(hits, periods, k=6)][-1] == "out"  # outside: last
+    assert coverage_top_k(hits, [], k=2) == hits[:2]
+
+
+def test_split_by_trailing_number() -> None:
+    assert split_of("trend-0000") == "dev"
+    assert split_of("trend-0007") == "test"
+    assert split_of("month-best-AAPL-2001") == "test"
+    with pytest.raises(ValueError):
+        split_of("no-number")
