@@ -12,16 +12,20 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Literal
 from ingest.embedding import Embedder
 from retrieval.anchors import AnchorPolicy, anchors, hypothetical_embedding
 from retrieval.context import build_evidence
+from retrieval.coverage import anchor_periods, coverage_top_k
 from retrieval.errors import EmbedderMismatchError, StoreNotFoundError
 from retrieval.filters import TimeFilter
 from retrieval.intent import IntentConfig, parse_intent
-from retrieval.search import TemporalSearcher
-from schemas.evidence import SearchResult, SearchTrace
+from retrieval.lineage import Lineage, clarify, conflicts, load_lineage, mentions_earlier_version, window_gaps
+from retrieval.search import Hit, TemporalSearcher
+from schemas.evidence import Evidence, SearchResult, SearchTrace
 from schemas.intent import Relation, TemporalIntent
-from schemas.time import Interval, to_utc
+from schemas.lineage import Clarification, Signal
+from schemas.time import Granularity, Interval, to_utc
 
 __all__ = ["Client"]
 
@@ -84,7 +88,8 @@ class Client:
         return parse_intent(question, now=to_utc(now) if now else datetime.now(UTC), config=self.intent_config)
 
     def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None,
-               use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True) -> SearchResult:
+               use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
+               diversify: Literal["coverage"] | None = None) -> SearchResult:
         """Answer ``question`` with the top-``k`` evidence inside the time it means.
 
         Args:
@@ -93,6 +98,8 @@ class Client:
             now: reference time (aware; default: the current time, UTC).
             as_of: transaction-time bound: ignore rows recorded after it.
             use_time_filter / use_ehypo / chronological: ablation switches (all on = TA-RAG).
+            diversify: ``"coverage"`` spreads the top-k across the window's periods
+                (:mod:`retrieval.coverage`, re-ranking a prefiltered pool of ``max(5k, 100)``).
 
         Returns:
             :class:`~schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
@@ -100,11 +107,11 @@ class Client:
         t0 = time.perf_counter()
         intent = self.parse(question, now=now)
         return self.search_intent(intent, k=k, as_of=as_of, use_time_filter=use_time_filter, use_ehypo=use_ehypo,
-                                  chronological=chronological, _t0=t0)
+                                  chronological=chronological, diversify=diversify, _t0=t0)
 
     def search_intent(self, intent: TemporalIntent, *, k: int = 10, as_of: datetime | None = None,
                       use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
-                      _t0: float | None = None) -> SearchResult:
+                      diversify: Literal["coverage"] | None = None, _t0: float | None = None) -> SearchResult:
         """Like :meth:`search`, for an already-parsed (or hand-built) intent."""
         t0 = _t0 if _t0 is not None else time.perf_counter()
         seconds: dict[str, float] = {"parse": time.perf_counter() - t0}
@@ -114,7 +121,10 @@ class Client:
         vector = hypothetical_embedding(self.embedder.embed, intent.core_query, anchor_list)
         seconds["embed"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        hits = self.searcher.search(vector, time_filter, k=k)
+        hits = self.searcher.search(vector, time_filter, k=k if diversify is None else max(5 * k, 100))
+        if diversify == "coverage":
+            periods = anchor_periods(anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy))
+            hits = coverage_top_k(hits, periods, k=k)
         seconds["search"] = time.perf_counter() - t2
         evidence = build_evidence(hits, self.documents, chronological=chronological) if self.documents is not None \
             else []
@@ -122,7 +132,45 @@ class Client:
                             anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
                             rejected_examples=tuple(self.searcher.outside_examples(vector, time_filter)),
                             seconds={**seconds, "total": time.perf_counter() - t0})
-        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace)
+        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
+
+    def _admission(self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
+                   ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
+        """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
+        if lineage is None:
+            return None, []
+        if intent.relation in (Relation.AT, Relation.CURRENT) and intent.intervals:
+            windows = intent.intervals
+            return (lambda row: any(lineage.admits(row["doc_id"], row["series_id"], w) for w in windows)), []
+        if intent.relation is Relation.UNKNOWN and mentions_earlier_version(intent.core_query):
+            top = [h.row["series_id"] for h in self.searcher.search(vector, time_filter, k=10)]
+            series = [sid for sid in top if lineage.is_versioned(sid)][:1]
+            clarifications, admitted = clarify(lineage, series, intent.reference_time)
+            return (lambda row: row["doc_id"] in admitted or row["series_id"] not in series), clarifications
+        return None, []
+
+    def _search(self, vector: Any, time_filter: TimeFilter, k: int,
+                admit: Callable[[dict[str, Any]], bool] | None) -> list[Hit]:
+        """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few."""
+        limit = k
+        while True:
+            hits = self.searcher.search(vector, time_filter, k=limit)
+            kept = hits if admit is None else [h for h in hits if admit(h.row)]
+            if len(kept) >= k or len(hits) < limit:
+                return kept[:k]
+            limit *= 4
+
+    def _signals(self, intent: TemporalIntent, lineage: Lineage | None, evidence: list[Evidence],
+                 time_filter: TimeFilter, use_time_filter: bool) -> list[Signal]:
+        """Conflicts over the evidence; gaps over each bounded window of a ``between`` or period question."""
+        windows = [w for w in intent.intervals if not w.is_open]
+        hull = windows[0] if len(windows) == 1 else None
+        out: list[Signal] = [*conflicts(lineage, [e.doc_id for e in evidence], window=hull)] if lineage else []
+        periodic = intent.relation is Relation.AT and (intent.granularity or Granularity.DAY).rank >= Granularity.MONTH.rank
+        if use_time_filter and (intent.relation is Relation.BETWEEN or periodic):
+            for window in windows:
+                out.extend(window_gaps(self.chunks, time_filter.sql(), window))
+        return out
 
     def naive_search(self, question: str, *, k: int = 10) -> SearchResult:
         """Baseline: the raw question's embedding, no time filter, no e_hypo (plain vector RAG)."""
@@ -134,11 +182,22 @@ class Client:
 def _time_filter(intent: TemporalIntent, *, as_of: datetime | None) -> TimeFilter:
     """Which axis a relation filters on (DESIGN.md, "Which axis a question filters on")."""
     if intent.relation is Relation.CURRENT:
-        return TimeFilter(valid=(Interval.at(intent.reference_time),), as_of=as_of)
+        return TimeFilter(valid=tuple(intent.intervals) or (Interval.at(intent.reference_time),), as_of=as_of)
     if intent.relation is Relation.UNKNOWN or not intent.intervals:
         return TimeFilter(as_of=as_of)
     valid = intent.intervals if intent.relation is Relation.AT else ()
     return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of)
+
+
+def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:
+    """The card with lineage-derived valid interval (versioned series) and successor/correction as of."""
+    span = lineage.span(card.doc_id)
+    if span is None:
+        return card
+    valid = span.valid if lineage.is_versioned(card.series_id) else None
+    return replace(card, superseded_by=span.superseded_by, corrected_by=span.corrected_by,
+                   valid_from=valid.start if valid else card.valid_from,
+                   valid_until=valid.end if valid else card.valid_until)
 
 
 def with_intervals(intent: TemporalIntent, intervals: list[Interval], relation: Relation) -> TemporalIntent:
