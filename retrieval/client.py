@@ -20,12 +20,10 @@ from retrieval.coverage import anchor_periods, coverage_top_k
 from retrieval.errors import EmbedderMismatchError, StoreNotFoundError
 from retrieval.filters import TimeFilter
 from retrieval.intent import IntentConfig, parse_intent
-from retrieval.lineage import Lineage, clarify, conflicts, load_lineage, mentions_earlier_version, window_gaps
-from retrieval.search import Hit, TemporalSearcher
-from schemas.evidence import Evidence, SearchResult, SearchTrace
+from retrieval.search import TemporalSearcher
+from schemas.evidence import SearchResult, SearchTrace
 from schemas.intent import Relation, TemporalIntent
-from schemas.lineage import Clarification, Signal
-from schemas.time import Granularity, Interval, to_utc
+from schemas.time import Interval, to_utc
 
 __all__ = ["Client"]
 
@@ -132,45 +130,7 @@ class Client:
                             anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
                             rejected_examples=tuple(self.searcher.outside_examples(vector, time_filter)),
                             seconds={**seconds, "total": time.perf_counter() - t0})
-        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
-
-    def _admission(self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
-                   ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
-        """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
-        if lineage is None:
-            return None, []
-        if intent.relation in (Relation.AT, Relation.CURRENT) and intent.intervals:
-            windows = intent.intervals
-            return (lambda row: any(lineage.admits(row["doc_id"], row["series_id"], w) for w in windows)), []
-        if intent.relation is Relation.UNKNOWN and mentions_earlier_version(intent.core_query):
-            top = [h.row["series_id"] for h in self.searcher.search(vector, time_filter, k=10)]
-            series = [sid for sid in top if lineage.is_versioned(sid)][:1]
-            clarifications, admitted = clarify(lineage, series, intent.reference_time)
-            return (lambda row: row["doc_id"] in admitted or row["series_id"] not in series), clarifications
-        return None, []
-
-    def _search(self, vector: Any, time_filter: TimeFilter, k: int,
-                admit: Callable[[dict[str, Any]], bool] | None) -> list[Hit]:
-        """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few."""
-        limit = k
-        while True:
-            hits = self.searcher.search(vector, time_filter, k=limit)
-            kept = hits if admit is None else [h for h in hits if admit(h.row)]
-            if len(kept) >= k or len(hits) < limit:
-                return kept[:k]
-            limit *= 4
-
-    def _signals(self, intent: TemporalIntent, lineage: Lineage | None, evidence: list[Evidence],
-                 time_filter: TimeFilter, use_time_filter: bool) -> list[Signal]:
-        """Conflicts over the evidence; gaps over each bounded window of a ``between`` or period question."""
-        windows = [w for w in intent.intervals if not w.is_open]
-        hull = windows[0] if len(windows) == 1 else None
-        out: list[Signal] = [*conflicts(lineage, [e.doc_id for e in evidence], window=hull)] if lineage else []
-        periodic = intent.relation is Relation.AT and (intent.granularity or Granularity.DAY).rank >= Granularity.MONTH.rank
-        if use_time_filter and (intent.relation is Relation.BETWEEN or periodic):
-            for window in windows:
-                out.extend(window_gaps(self.chunks, time_filter.sql(), window))
-        return out
+        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace)
 
     def naive_search(self, question: str, *, k: int = 10) -> SearchResult:
         """Baseline: the raw question's embedding, no time filter, no e_hypo (plain vector RAG)."""
@@ -182,22 +142,11 @@ class Client:
 def _time_filter(intent: TemporalIntent, *, as_of: datetime | None) -> TimeFilter:
     """Which axis a relation filters on (DESIGN.md, "Which axis a question filters on")."""
     if intent.relation is Relation.CURRENT:
-        return TimeFilter(valid=tuple(intent.intervals) or (Interval.at(intent.reference_time),), as_of=as_of)
+        return TimeFilter(valid=(Interval.at(intent.reference_time),), as_of=as_of)
     if intent.relation is Relation.UNKNOWN or not intent.intervals:
         return TimeFilter(as_of=as_of)
     valid = intent.intervals if intent.relation is Relation.AT else ()
     return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of)
-
-
-def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:
-    """The card with lineage-derived valid interval (versioned series) and successor/correction as of."""
-    span = lineage.span(card.doc_id)
-    if span is None:
-        return card
-    valid = span.valid if lineage.is_versioned(card.series_id) else None
-    return replace(card, superseded_by=span.superseded_by, corrected_by=span.corrected_by,
-                   valid_from=valid.start if valid else card.valid_from,
-                   valid_until=valid.end if valid else card.valid_until)
 
 
 def with_intervals(intent: TemporalIntent, intervals: list[Interval], relation: Relation) -> TemporalIntent:
