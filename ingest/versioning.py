@@ -3,8 +3,10 @@
 DESIGN.md, "Lineage" and "Ids and idempotency": ``series_id`` groups versions, ``doc_id`` names one;
 unchanged content (same ``content_sha256`` in the series) is skipped; a known ``doc_id`` arriving with
 changed content becomes a new version ``<doc_id>@<sha12>`` that supersedes the series' latest version —
-never an overwrite. A ``supersedes`` given as a version string is resolved within the series. Within a
-batch, a version with only an effective date is valid until the next version's effective date.
+never an overwrite. A ``supersedes`` given as a version string is resolved within the series: among the
+stored versions and the batch's own. Within a batch, a version with only an effective date is valid until
+the next version's effective date; such a derived ``valid_until`` is marked in the document's metadata
+(``valid_until_derived``) so retrieval can re-derive it when later versions arrive (rows are insert-only).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from ingest.sources import SourceDocument
 from schemas.ids import content_sha256, doc_version_id
+from schemas.lineage import DERIVED_UNTIL_KEY
 
 __all__ = ["PlannedDocument", "VersionPlan", "StoredVersion", "plan_versions"]
 
@@ -72,8 +75,18 @@ def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion]) 
             supersedes = supersedes or (latest.doc_id if latest else doc.doc_id)
             relation = relation or "supersedes"
         plan.todo.append(PlannedDocument(doc, doc_id, series, sha, supersedes, relation))
+    _resolve_in_batch(plan.todo)
     _derive_valid_until(plan.todo)
     return plan
+
+
+def _resolve_in_batch(todo: list[PlannedDocument]) -> None:
+    """A ``supersedes`` still naming a version string becomes the doc id of that version in the batch."""
+    by_version = {(p.series_id, p.source.version): p.doc_id for p in todo if p.source.version is not None}
+    ids = {p.doc_id for p in todo}
+    for p in todo:
+        if p.supersedes is not None and p.supersedes not in ids:
+            p.supersedes = by_version.get((p.series_id, p.supersedes), p.supersedes)
 
 
 def _resolve(reference: str | None, versions: list[StoredVersion]) -> str | None:
@@ -100,4 +113,5 @@ def _derive_valid_until(todo: list[PlannedDocument]) -> None:
                 versions_by_doc[id(item)] = nxt.source.valid_from
         for item in items:
             if id(item) in versions_by_doc:
-                item.source = replace(item.source, valid_until=versions_by_doc[id(item)])
+                item.source = replace(item.source, valid_until=versions_by_doc[id(item)],
+                                      metadata={**item.source.metadata, DERIVED_UNTIL_KEY: True})
