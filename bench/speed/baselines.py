@@ -1,0 +1,83 @@
+"""The baselines of the query benchmark: vectors held in memory as one float32 ``(n, dim)`` array.
+
+* :class:`BruteForce` — NumPy masked scan: exact interval mask over all rows, inner product with all rows.
+* :class:`PaperDesign` — the TA-RAG design: an interval index (NCLS) over the chunks' event intervals gives
+  the candidate rows, then exact inner product over those candidates (NumPy flat IP = Faiss flat IP math).
+
+Both return ``(offsets, scores)`` of the top-k rows, best first; windows are half-open ``[start, end)``
+as int64 µs (UTC), open sides as :data:`retrieval.fast_search.OPEN_PAST` / ``OPEN_FUTURE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from retrieval.fast_search import OPEN_FUTURE, OPEN_PAST, to_micros
+
+__all__ = ["Arrays", "BruteForce", "PaperDesign", "load_arrays", "top_k"]
+
+
+@dataclass(frozen=True, slots=True)
+class Arrays:
+    """A table in memory: ``vectors`` float32 ``(n, dim)``, flattened intervals (``row``, ``start``, ``end``)."""
+
+    vectors: np.ndarray
+    row: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def load_arrays(dataset: Any) -> Arrays:
+    """Read a Lance dataset's vectors and event intervals into memory (row ``i`` = offset ``i``)."""
+    data = dataset.to_table(columns=["vector", "intervals"], batch_size=8192)
+    vectors = data.column("vector").combine_chunks()
+    intervals = data.column("intervals").combine_chunks()
+    counts = pc.list_value_length(intervals).fill_null(0).to_numpy()
+    flat = pc.list_flatten(intervals)
+    return Arrays(vectors.values.to_numpy().reshape(len(vectors), -1),
+                  np.repeat(np.arange(len(counts), dtype=np.int64), counts),
+                  to_micros(flat.field("start"), OPEN_PAST), to_micros(flat.field("end"), OPEN_FUTURE))
+
+
+def top_k(offsets: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best ``(offsets, scores)``, best first."""
+    if len(scores) > k:
+        keep = np.argpartition(-scores, k)[:k]
+        offsets, scores = offsets[keep], scores[keep]
+    order = np.argsort(-scores, kind="stable")
+    return offsets[order], scores[order]
+
+
+class BruteForce:
+    """NumPy masked scan over every row (exact)."""
+
+    def __init__(self, arrays: Arrays) -> None:
+        self.a = arrays
+
+    def search(self, vector: np.ndarray, start: int, end: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        a = self.a
+        mask = np.zeros(len(a.vectors), dtype=bool)
+        mask[a.row[(a.start < end) & (a.end > start)]] = True
+        scores = a.vectors @ vector
+        rows = np.flatnonzero(mask)
+        return top_k(rows, scores[rows], k)
+
+
+class PaperDesign:
+    """NCLS interval index -> candidate rows -> exact inner product over the candidates (TA-RAG §3.4)."""
+
+    def __init__(self, arrays: Arrays) -> None:
+        from ncls import NCLS64
+
+        self.a = arrays
+        self.index = NCLS64(arrays.start, arrays.end, np.arange(len(arrays.start), dtype=np.int64))
+
+    def search(self, vector: np.ndarray, start: int, end: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        _, hit = self.index.all_overlaps_both(np.array([start], dtype=np.int64), np.array([end], dtype=np.int64),
+                                              np.zeros(1, dtype=np.int64))
+        rows = np.unique(self.a.row[hit])
+        return top_k(rows, self.a.vectors[rows] @ vector, k)

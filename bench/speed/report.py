@@ -1,0 +1,74 @@
+"""Reports of the speed benchmarks: raw JSON + a markdown table in ``results/bench/``, and ``LATEST.md``.
+
+``bench/speed/LATEST.md`` holds the latest markdown of every benchmark, one section per report name
+(``query-100k``, ``query-1m``, ``ingest``), each replaced when that benchmark runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LATEST", "query_markdown", "write_reports"]
+
+LATEST = Path(__file__).with_name("LATEST.md")
+BASELINES = ("numpy", "paper")
+OURS = ("diachron", "fast", "fast-sorted")
+
+
+def _cell(f: dict[str, float]) -> str:
+    return f"{f['p50_ms']:.1f} / {f['p95_ms']:.1f} ({f['cold_ms']:.0f}) R={f['recall_at_10']:.2f}"
+
+
+def query_markdown(result: dict[str, Any]) -> str:
+    """Markdown tables of a query-benchmark result (one per vector kind), ratios against the best baseline."""
+    lines = [f"## query-{result['tier']} ({result['rows']:,} chunks × 384, top-{result['k']}, "
+             f"{result['queries_per_window']} queries per window; run {result['started'][:16]}Z, "
+             f"{result['seconds']:.0f} s)", "",
+             "Cells: p50 / p95 (cold) in ms, R = recall@10 vs exact. Ratio = p50 ÷ best baseline p50 "
+             "(≤ 1.00 meets the target).", ""]
+    for kind, data in result["kinds"].items():
+        paths = data["paths"]
+        head = ["window", "selectivity", *paths, "best baseline", *(f"{p} ÷ best" for p in OURS)]
+        lines += [f"### {kind} vectors", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for window, base in paths["numpy"].items():
+            best = min(paths[b][window]["p50_ms"] for b in BASELINES)
+            row = [window, f"{base['selectivity']:.1%}", *(_cell(paths[p][window]) for p in paths), f"{best:.1f}",
+                   *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS)]
+            lines.append("| " + " | ".join(row) + " |")
+        b = data["build"]
+        lines += ["", f"Build ({kind}): generate {b['generate_s']:.1f} s; write {b['chunks_write_s']:.1f} s "
+                  f"(time-sorted {b['chunks_sorted_write_s']:.1f} s + sort {b['chunks_sorted_sort_s']:.1f} s); "
+                  f"BTREE event_start+event_end {b['chunks_btree_s']:.1f} s; "
+                  f"FastSearcher index {b.get('fast_index_build_s', 0):.2f} s; paper NCLS {b['paper_ncls_build_s']:.2f} s "
+                  f"(+ {b['load_arrays_s']:.1f} s to load vectors into memory). Disk: table "
+                  f"{b['chunks_disk_bytes'] / 2**20:.0f} MiB, of which BTREE indexes {b['chunks_btree_bytes'] / 2**20:.2f} MiB.",
+                  ""]
+    if "ehypo" in result:
+        e = result["ehypo"]
+        lines += ["### e_hypo cost (real embedder, all-MiniLM-L6-v2, anchors embedded per query)", "",
+                  "| window | anchors | p50 ms |", "|---|---|---|"]
+        lines += [f"| {w} | {v['anchors']:.0f} | {v['p50_ms']:.0f} |" for w, v in e.items() if isinstance(v, dict)]
+        lines += ["", f"Model load: {e['model_load_s']:.1f} s (once per process).", ""]
+    return "\n".join(lines)
+
+
+def _update_latest(name: str, markdown: str) -> None:
+    text = LATEST.read_text() if LATEST.is_file() else "# Speed benchmarks: latest results\n\n"
+    marker_start, marker_end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    section = f"{marker_start}\n{markdown}\n{marker_end}"
+    pattern = re.compile(re.escape(marker_start) + ".*?" + re.escape(marker_end), re.S)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+    LATEST.write_text(text)
+
+
+def write_reports(result: dict[str, Any], out: Path, name: str, markdown: str | None = None) -> str:
+    """Write ``out/<name>.json`` and ``out/<name>.md``, update ``LATEST.md``; returns the markdown."""
+    markdown = markdown if markdown is not None else query_markdown(result)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
+    (out / f"{name}.md").write_text(markdown + "\n")
+    _update_latest(name, markdown)
+    return markdown

@@ -1,0 +1,145 @@
+"""Exact interval-filtered top-k with an in-memory interval index over row offsets (TA-RAG §3.4).
+
+The paper's design keeps an interval index (NCLS) beside a flat vector index: the interval index gives
+the candidates, exact inner product ranks them. Here only the time columns live in memory — each chunk's
+own event intervals in an :class:`ncls.NCLS64` over row offsets, plus valid time and transaction time as
+int64 arrays — while the vectors stay in LanceDB: the candidates' vectors are read with ``take`` in
+pieces and scored exactly as they arrive, then the top-``k`` rows are read. The result is the same as
+:class:`retrieval.search.TemporalSearcher` (exact overlap semantics, cosine score), with no SQL filter.
+
+The index is bound to the table version it was built from (row offsets change when a table is
+compacted); :meth:`FastSearcher.search` raises :class:`StaleIndexError` when the table has moved on.
+Reads are fastest when rows are stored in time order (candidates then form a few contiguous runs).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from retrieval.filters import TimeFilter
+from retrieval.search import COLUMNS, Hit
+from schemas.time import Interval
+
+__all__ = ["FastSearcher", "StaleIndexError", "to_micros"]
+
+log = logging.getLogger(__name__)
+
+OPEN_PAST = -(2**62)
+OPEN_FUTURE = 2**62
+PIECE_ROWS = 2048
+
+
+class StaleIndexError(RuntimeError):
+    """The table changed after the interval index was built (terminal for this searcher: rebuild it)."""
+
+
+def to_micros(column: pa.ChunkedArray | pa.Array, open_value: int) -> np.ndarray:
+    """A timestamp column as int64 µs since the epoch (UTC); nulls (open sides) as ``open_value``."""
+    return pc.fill_null(pc.cast(column, pa.int64()), open_value).to_numpy().astype(np.int64, copy=False)
+
+
+def _bounds(q: Interval) -> tuple[int, int]:
+    start = OPEN_PAST if q.start is None else int(q.start.timestamp() * 1_000_000)
+    end = OPEN_FUTURE if q.end is None else int(q.end.timestamp() * 1_000_000)
+    return start, end
+
+
+class FastSearcher:
+    """Exact filtered top-k over a LanceDB ``chunks`` table; time columns in memory, vectors in LanceDB.
+
+    Building reads ``intervals``, ``valid_from``, ``valid_until`` and ``recorded_at`` once (≈0.2 s per
+    100k rows; memory ≈ 40 bytes per interval plus 24 per row).
+
+    Args:
+        table: a LanceDB table with the ``chunks`` schema (vectors unit norm).
+        piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
+    """
+
+    def __init__(self, table: Any, *, piece_rows: int = PIECE_ROWS) -> None:
+        from ncls import NCLS64
+
+        t0 = time.perf_counter()
+        self.table = table
+        self.dataset = table.to_lance()
+        self.version = self.dataset.version
+        self.piece_rows = piece_rows
+        data = self.dataset.to_table(columns=["intervals", "valid_from", "valid_until", "recorded_at"],
+                                       batch_size=8192)
+        intervals = data.column("intervals").combine_chunks()
+        counts = pc.list_value_length(intervals).fill_null(0).to_numpy()
+        flat = pc.list_flatten(intervals)
+        starts = to_micros(flat.field("start"), OPEN_PAST)
+        ends = to_micros(flat.field("end"), OPEN_FUTURE)
+        self.interval_row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        self.index = NCLS64(starts, ends, np.arange(len(starts), dtype=np.int64))
+        self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
+        self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
+        self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
+        self.num_rows = len(counts)
+        self.build_seconds = time.perf_counter() - t0
+
+    def candidates(self, time_filter: TimeFilter) -> np.ndarray:
+        """Sorted int64 row offsets passing ``time_filter`` exactly (half-open overlap, open sides open)."""
+        rows = np.arange(self.num_rows, dtype=np.int64)
+        if time_filter.event:
+            qs, qe = zip(*(_bounds(q) for q in time_filter.event), strict=True)
+            _, hit = self.index.all_overlaps_both(np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64),
+                                                  np.arange(len(qs), dtype=np.int64))
+            rows = np.unique(self.interval_row[hit])
+        if time_filter.valid:
+            ok = np.zeros(len(rows), dtype=bool)
+            for q in time_filter.valid:
+                start, end = _bounds(q)
+                ok |= (self.valid_from[rows] < end) & (self.valid_until[rows] > start)
+            rows = rows[ok]
+        if time_filter.as_of is not None:
+            rows = rows[self.recorded_at[rows] <= int(time_filter.as_of.timestamp() * 1_000_000)]
+        return rows
+
+    def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, scores)`` of the top-``k`` candidates, best first; scores are cosine similarities.
+
+        Raises:
+            StaleIndexError: the table's version differs from the one indexed.
+        """
+        if self.table.version != self.version:
+            raise StaleIndexError(f"table is at version {self.table.version}, index built at {self.version}")
+        rows = self.candidates(time_filter)
+        best_rows = np.empty(0, dtype=np.int64)
+        best_scores = np.empty(0, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        for lo in range(0, len(rows), self.piece_rows):
+            piece = rows[lo:lo + self.piece_rows]
+            column = self.dataset.take(piece, columns=["vector"]).column("vector").combine_chunks()
+            scores = column.values.to_numpy().reshape(len(piece), -1) @ query
+            best_rows = np.concatenate([best_rows, piece])
+            best_scores = np.concatenate([best_scores, scores])
+            if len(best_rows) > k:
+                keep = np.argpartition(-best_scores, k)[:k]
+                best_rows, best_scores = best_rows[keep], best_scores[keep]
+        order = np.argsort(-best_scores, kind="stable")
+        return best_rows[order], best_scores[order]
+
+    def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10) -> list[Hit]:
+        """Top-``k`` chunks passing ``time_filter``, best first (same contract as ``TemporalSearcher``).
+
+        Args:
+            vector: query embedding, float32 ``(dim,)``, unit norm.
+            time_filter: typed filter; an empty filter searches everything.
+            k: number of hits (top-k).
+
+        Raises:
+            StaleIndexError: the table's version differs from the one indexed.
+        """
+        offsets, scores = self.top_k_offsets(vector, time_filter, k=k)
+        if not len(offsets):
+            return []
+        rows = self.dataset.take(offsets, columns=COLUMNS).to_pylist()
+        return [Hit(row, float(s)) for row, s in zip(rows, scores, strict=True)]

@@ -1,0 +1,110 @@
+"""Speed-benchmark plumbing: the generator is deterministic and every search path is exact (no timing)."""
+
+from datetime import UTC, datetime
+
+import lancedb
+import numpy as np
+import pytest
+
+from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
+from bench.speed.generate import WINDOWS, generate, queries
+from bench.speed.layout import time_sorted
+from retrieval.fast_search import OPEN_FUTURE, FastSearcher, StaleIndexError
+from retrieval.filters import TimeFilter
+from retrieval.search import TemporalSearcher
+from schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
+from schemas.time import Interval
+
+K = 10
+
+
+def test_generator_is_deterministic_and_follows_the_chunks_schema():
+    a, flat_a = generate(2_000, seed=3, kind="clustered")
+    b, flat_b = generate(2_000, seed=3, kind="clustered")
+    c, _ = generate(2_000, seed=4, kind="clustered")
+    assert a.equals(b)
+    assert np.array_equal(flat_a.start, flat_b.start)
+    assert not a.column("vector").equals(c.column("vector"))
+    assert a.schema.equals(arrow_schema(ChunkRecord, dim=384))
+    vectors = np.stack(a.column("vector").to_numpy(zero_copy_only=False))
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    rows = a.slice(0, 200).to_pylist()
+    for row in rows:  # the hull is the min start / max end of the row's own intervals
+        ivs = intervals_from_arrow(row["intervals"])
+        if not ivs:
+            assert row["time_status"] == "unknown" and row["event_start"] is None
+            continue
+        assert row["event_start"] == min(i.start for i in ivs)
+        ends = [i.end for i in ivs]
+        assert row["event_end"] == (None if None in ends else max(ends))
+    granularities = {iv["granularity"] for row in rows for iv in row["intervals"]}
+    assert granularities == {"instant", "day", "month", "year"}
+    assert [q.window for q in queries(2)] == [w for w in WINDOWS for _ in range(2)]
+    assert all(np.array_equal(x.vector, y.vector) for x, y in zip(queries(2), queries(2), strict=True))
+
+
+def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray) -> list[str]:
+    """Independent ground truth: Interval.overlaps on each row's intervals, then a full dot product."""
+    keep = [r for r in rows if any(i.overlaps(window) for i in intervals_from_arrow(r["intervals"]))]
+    scores = np.array([np.dot(np.asarray(r["vector"], dtype=np.float32), vector) for r in keep])
+    return [keep[i]["chunk_id"] for i in np.argsort(-scores)[:K]]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    table, _ = generate(5_000, seed=11, kind="uniform")
+    db = lancedb.connect(str(tmp_path_factory.mktemp("bench") / "db"))
+    chunks = db.create_table("chunks", data=table)
+    ordered = db.create_table("chunks_sorted", data=time_sorted(table))
+    for t in (chunks, ordered):
+        for column in ("event_start", "event_end"):
+            t.create_scalar_index(column, index_type="BTREE")
+    return table.to_pylist(), chunks, ordered
+
+
+@pytest.mark.integration
+def test_every_search_path_returns_the_exact_top_10(tables):
+    rows, chunks, ordered = tables
+    arrays = load_arrays(chunks.to_lance())
+    ids = [r["chunk_id"] for r in rows]
+    brute, paper = BruteForce(arrays), PaperDesign(arrays)
+    diachron, fast, fast_sorted = TemporalSearcher(chunks), FastSearcher(chunks), FastSearcher(ordered)
+    # a window starting where a chunk's only interval ends, queried with that chunk's own vector: touching
+    # is not overlapping (half-open), so the best-scoring chunk must stay out
+    toucher = next(r for r in rows if len(r["intervals"]) == 1 and r["intervals"][0]["granularity"] == "day")
+    end = toucher["intervals"][0]["end"]
+    edge = Interval(end, datetime(end.year + 1, 1, 1, tzinfo=UTC))
+    cases = [(q.interval, q.vector) for q in queries(2, seed=5)]
+    cases.append((edge, np.asarray(toucher["vector"], dtype=np.float32)))
+    for window, vector in cases:
+        truth = _exact_top_k(rows, window, vector)
+        assert len(truth) == K
+        assert window is not edge or toucher["chunk_id"] not in truth
+        start = int(window.start.timestamp() * 1_000_000)
+        end = OPEN_FUTURE if window.end is None else int(window.end.timestamp() * 1_000_000)
+        assert [ids[i] for i in brute.search(vector, start, end, K)[0]] == truth
+        assert [ids[i] for i in paper.search(vector, start, end, K)[0]] == truth
+        time_filter = TimeFilter(event=(window,))
+        for searcher in (diachron, fast, fast_sorted):
+            hits = searcher.search(vector, time_filter, k=K)
+            assert [h.row["chunk_id"] for h in hits] == truth, type(searcher).__name__
+        scores = [h.score for h in fast.search(vector, time_filter, k=K)]
+        expected = [h.score for h in diachron.search(vector, time_filter, k=K)]
+        assert np.allclose(scores, expected, atol=1e-5)
+
+
+@pytest.mark.integration
+def test_fast_searcher_applies_transaction_time_and_refuses_a_moved_table(tmp_path):
+    table, _ = generate(500, seed=12)
+    chunks = lancedb.connect(str(tmp_path / "db")).create_table("chunks", data=table)
+    fast = FastSearcher(chunks)
+    rows = table.to_pylist()
+    vector = np.asarray(rows[0]["vector"], dtype=np.float32)
+    recorded = rows[0]["recorded_at"]  # every generated row has the same transaction time
+    window = (Interval(datetime(1990, 1, 1, tzinfo=UTC), None),)
+    assert fast.search(vector, TimeFilter(event=window, as_of=datetime(2000, 1, 1, tzinfo=UTC))) == []
+    assert len(fast.search(vector, TimeFilter(event=window, as_of=recorded))) == K
+    assert len(fast.candidates(TimeFilter())) == len(rows)
+    chunks.add(generate(1, seed=99)[0])
+    with pytest.raises(StaleIndexError):
+        fast.search(vector, TimeFilter(event=window))
