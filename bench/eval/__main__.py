@@ -105,7 +105,7 @@ def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation ind
             "split": split, "k": ", ".join(map(str, KS)), "question clock (now)": NOW.isoformat(),
             "retrieval wall time": f"{seconds:.0f} s for {len(METHODS)} methods (identical texts embedded once)",
             "timeline question": f"{example.qid} (top-20 per method)", "total wall time": "{total}"}
-    cases = run_cases(shared / "cases" / "temporal_cases.jsonl")
+    cases = run_cases(shared / "cases" / "temporal_cases.jsonl", embedder=methods.embedder, workdir=out / "cases_db")
     meta["total wall time"] = f"{time.perf_counter() - t0:.0f} s"
     (out / "report.md").write_text(render(meta=meta, summary=table, by_type=by_type, cases=cases, answers=answers,
                                           plots=plots), encoding="utf-8")

@@ -4,7 +4,8 @@
 ``document_text`` and ``document`` cases through :func:`ingest.annotation.tagger.extract_mentions`
 against the document's own time (publication date, else its dateline; never the ingest time). The
 comparison rules are those of the cases' README: a single expected interval of a text must be the only
-one found; an expected set must equal the found set. ``retrieval`` cases are reported as not run here.
+one found; an expected set must equal the found set. ``retrieval`` cases run against a real LanceDB
+table (:mod:`bench.eval.retrieval_cases`) when an embedder and a work folder are given, else "not run".
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.eval.retrieval_cases import run_retrieval_case
 from ingest.annotation.tagger import FiscalCalendar, TaggerConfig, extract_mentions
+from ingest.embedding import Embedder
 from retrieval.intent import IntentConfig, parse_intent
 from schemas.time import format_instant, parse_instant
 
@@ -76,11 +79,18 @@ def _observed(case: dict[str, Any]) -> set[Pair]:
                                                                           config=config)}
 
 
-def _run(case: dict[str, Any]) -> CaseResult:
+def _run(case: dict[str, Any], embedder: Embedder | None, workdir: Path | None) -> CaseResult:
     kind = case["input"]["kind"]
     head = (case["id"], case["category"], kind)
     if kind == "retrieval":
-        return CaseResult(*head, "not run", "-", "retrieval case: see tests of the search")
+        want = json.dumps(case["expected"]["per_query"])
+        if embedder is None or workdir is None:
+            return CaseResult(*head, "not run", "-", want)
+        try:
+            passed, observed = run_retrieval_case(case, embedder, workdir)
+        except Exception as exc:  # noqa: BLE001 - a crash is a failed case, reported with its message
+            return CaseResult(*head, "fail", f"error: {exc}", want)
+        return CaseResult(*head, "pass" if passed else "fail", observed, want)
     want = _expected(case)
     try:
         got = _observed(case)
@@ -93,11 +103,11 @@ def _run(case: dict[str, Any]) -> CaseResult:
     return CaseResult(*head, "pass" if ok else "fail", _show(got) or "(none)", _show(want))
 
 
-def run_cases(path: Path) -> list[CaseResult]:
-    """Every case of the JSONL file at ``path``, in file order.
+def run_cases(path: Path, *, embedder: Embedder | None = None, workdir: Path | None = None) -> list[CaseResult]:
+    """Every case of the JSONL file at ``path``, in file order (retrieval cases need ``embedder`` and ``workdir``).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
     """
     lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [_run(json.loads(line)) for line in lines if line.strip()]
+    return [_run(json.loads(line), embedder, workdir) for line in lines if line.strip()]
