@@ -88,3 +88,60 @@ def test_split_by_trailing_number() -> None:
     assert split_of("month-best-AAPL-2001") == "test"
     with pytest.raises(ValueError):
         split_of("no-number")
+
+
+def test_bm25_ranks_by_shared_terms(tmp_path) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    from retrieval.baselines import BM25Searcher
+    from schemas.records import ChunkRecord, arrow_schema
+
+    texts = {"a": "tariff debate in congress", "b": "the weather was mild", "c": "tariff tariff schedule revised"}
+    day = period(_m(1930, 1), Granularity.MONTH)
+    rows = [{"chunk_id": cid, "doc_id": cid, "series_id": cid, "seq": 0, "text": text, "token_count": 4,
+             "published_at": day.start, "intervals": intervals_to_arrow([day]), "event_start": day.start,
+             "event_end": day.end, "time_source": "event", "time_status": "known", "valid_from": None,
+             "valid_until": None, "annotator": "test", "embedder": "none/4", "recorded_at": day.start,
+             "run_id": "t", "vector": [1.0, 0.0, 0.0, 0.0]} for cid, text in texts.items()]
+    table = lancedb.connect(str(tmp_path)).create_table(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+    hits = BM25Searcher(table).search("tariff schedule", k=2)
+    assert [h.row["doc_id"] for h in hits] == ["c", "a"]  # c has both terms (tariff twice), a has one
+    assert hits[0].score > hits[1].score > 0
+    assert len(BM25Searcher(table).search("tariff", k=10)) == 3  # k capped at the table size
+
+
+def _retrieval_cases() -> list:
+    import json
+    import os
+    from pathlib import Path
+
+    shared = os.environ.get("DIACHRON_SHARED")
+    path = (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared") / "cases" / "temporal_cases.jsonl"
+    if not path.is_file():
+        return [pytest.param(None, id="cases-file-missing")]
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    known = {"T10": "anchors(): an open interval ending at the index extent's start raises ValueError in "
+                    "Interval.bounded instead of being skipped"}
+    return [pytest.param(c, id=c["id"], marks=[pytest.mark.xfail(reason=known[c["id"]], strict=True)]
+                         if c["id"] in known else []) for c in cases if c["input"]["kind"] == "retrieval"]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from ingest.embedding import Embedder
+
+    return Embedder()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", _retrieval_cases())
+def test_retrieval_case(case, embedder, tmp_path) -> None:
+    """Each ``retrieval`` temporal case on a real LanceDB table through the real Client (and T24 bites)."""
+    from bench.eval.retrieval_cases import run_retrieval_case
+
+    if case is None:
+        pytest.fail("temporal cases file not found (set DIACHRON_SHARED to the shared folder)")
+    passed, observed = run_retrieval_case(case, embedder, tmp_path)
+    assert passed, observed
