@@ -20,10 +20,12 @@ from retrieval.coverage import anchor_periods, coverage_top_k
 from retrieval.errors import EmbedderMismatchError, StoreNotFoundError
 from retrieval.filters import TimeFilter
 from retrieval.intent import IntentConfig, parse_intent
-from retrieval.search import TemporalSearcher
-from schemas.evidence import SearchResult, SearchTrace
+from retrieval.lineage import Lineage, clarify, conflicts, load_lineage, mentions_earlier_version, window_gaps
+from retrieval.search import Hit, TemporalSearcher
+from schemas.evidence import Evidence, SearchResult, SearchTrace
 from schemas.intent import Relation, TemporalIntent
-from schemas.time import Interval, to_utc
+from schemas.lineage import Clarification, Signal
+from schemas.time import Granularity, Interval, to_utc
 
 __all__ = ["Client"]
 
@@ -36,6 +38,8 @@ class Client:
         embedder: an :class:`~ingest.embedding.Embedder` or model name/path; must match the index.
         intent_config: time zone and fiscal calendar for question parsing.
         anchor_policy: ``adaptive`` (TA-RAG's text) or ``monthly`` (the paper's reference code).
+        temporal_weight: weight of temporal focus in the ranking (0 = pure e_hypo similarity, as in the
+            paper); see :mod:`retrieval.search`.
 
     Raises:
         StoreNotFoundError: the URI has no ``chunks`` table.
@@ -43,7 +47,7 @@ class Client:
     """
 
     def __init__(self, uri: str, *, embedder: Embedder | str | None = None, intent_config: IntentConfig | None = None,
-                 anchor_policy: AnchorPolicy = "adaptive") -> None:
+                 anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1) -> None:
         import lancedb
 
         self.uri = str(uri)
@@ -57,7 +61,7 @@ class Client:
         self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
         self.intent_config = intent_config or IntentConfig()
         self.anchor_policy = anchor_policy
-        self.searcher = TemporalSearcher(self.chunks)
+        self.searcher = TemporalSearcher(self.chunks, temporal_weight=temporal_weight)
         self._check_embedder(names)
         self._extent: Interval | None = None
 
@@ -119,18 +123,63 @@ class Client:
         vector = hypothetical_embedding(self.embedder.embed, intent.core_query, anchor_list)
         seconds["embed"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        hits = self.searcher.search(vector, time_filter, k=k if diversify is None else max(5 * k, 100))
+        lineage = load_lineage(self.documents, as_of=time_filter.as_of) if self.documents is not None else None
+        admit, clarifications = self._admission(intent, lineage, vector, time_filter) if use_time_filter \
+            else (None, [])
+        hits = self._search(vector, time_filter, k if diversify is None else max(5 * k, 100), admit)
         if diversify == "coverage":
             periods = anchor_periods(anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy))
             hits = coverage_top_k(hits, periods, k=k)
         seconds["search"] = time.perf_counter() - t2
         evidence = build_evidence(hits, self.documents, chronological=chronological) if self.documents is not None \
             else []
+        evidence = [_with_lineage(e, lineage) for e in evidence] if lineage is not None else evidence
+        signals = [*clarifications, *self._signals(intent, lineage, evidence, time_filter, use_time_filter)]
+        if clarifications:
+            intent = replace(intent, needs_clarification=True)
         trace = SearchTrace(filter=time_filter.to_dict(), candidates_after_filter=self.searcher.count_candidates(time_filter),
                             anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
                             rejected_examples=tuple(self.searcher.outside_examples(vector, time_filter)),
                             seconds={**seconds, "total": time.perf_counter() - t0})
-        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace)
+        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
+
+    def _admission(self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
+                   ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
+        """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
+        if lineage is None:
+            return None, []
+        if intent.relation in (Relation.AT, Relation.CURRENT) and intent.intervals:
+            windows = intent.intervals
+            return (lambda row: any(lineage.admits(row["doc_id"], row["series_id"], w) for w in windows)), []
+        if intent.relation is Relation.UNKNOWN and mentions_earlier_version(intent.core_query):
+            top = [h.row["series_id"] for h in self.searcher.search(vector, time_filter, k=10)]
+            series = [sid for sid in top if lineage.is_versioned(sid)][:1]
+            clarifications, admitted = clarify(lineage, series, intent.reference_time)
+            return (lambda row: row["doc_id"] in admitted or row["series_id"] not in series), clarifications
+        return None, []
+
+    def _search(self, vector: Any, time_filter: TimeFilter, k: int,
+                admit: Callable[[dict[str, Any]], bool] | None) -> list[Hit]:
+        """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few."""
+        limit = k
+        while True:
+            hits = self.searcher.search(vector, time_filter, k=limit)
+            kept = hits if admit is None else [h for h in hits if admit(h.row)]
+            if len(kept) >= k or len(hits) < limit:
+                return kept[:k]
+            limit *= 4
+
+    def _signals(self, intent: TemporalIntent, lineage: Lineage | None, evidence: list[Evidence],
+                 time_filter: TimeFilter, use_time_filter: bool) -> list[Signal]:
+        """Conflicts over the evidence; gaps over each bounded window of a ``between`` or period question."""
+        windows = [w for w in intent.intervals if not w.is_open]
+        hull = windows[0] if len(windows) == 1 else None
+        out: list[Signal] = [*conflicts(lineage, [e.doc_id for e in evidence], window=hull)] if lineage else []
+        periodic = intent.relation is Relation.AT and (intent.granularity or Granularity.DAY).rank >= Granularity.MONTH.rank
+        if use_time_filter and (intent.relation is Relation.BETWEEN or periodic):
+            for window in windows:
+                out.extend(window_gaps(self.chunks, time_filter.sql(), window))
+        return out
 
     def naive_search(self, question: str, *, k: int = 10) -> SearchResult:
         """Baseline: the raw question's embedding, no time filter, no e_hypo (plain vector RAG)."""
@@ -142,11 +191,22 @@ class Client:
 def _time_filter(intent: TemporalIntent, *, as_of: datetime | None) -> TimeFilter:
     """Which axis a relation filters on (DESIGN.md, "Which axis a question filters on")."""
     if intent.relation is Relation.CURRENT:
-        return TimeFilter(valid=(Interval.at(intent.reference_time),), as_of=as_of)
+        return TimeFilter(valid=tuple(intent.intervals) or (Interval.at(intent.reference_time),), as_of=as_of)
     if intent.relation is Relation.UNKNOWN or not intent.intervals:
         return TimeFilter(as_of=as_of)
     valid = intent.intervals if intent.relation is Relation.AT else ()
     return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of)
+
+
+def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:
+    """The card with lineage-derived valid interval (versioned series) and successor/correction as of."""
+    span = lineage.span(card.doc_id)
+    if span is None:
+        return card
+    valid = span.valid if lineage.is_versioned(card.series_id) else None
+    return replace(card, superseded_by=span.superseded_by, corrected_by=span.corrected_by,
+                   valid_from=valid.start if valid else card.valid_from,
+                   valid_until=valid.end if valid else card.valid_until)
 
 
 def with_intervals(intent: TemporalIntent, intervals: list[Interval], relation: Relation) -> TemporalIntent:

@@ -37,6 +37,8 @@ _AFTER_INCLUSIVE = re.compile(r"\b(?:since|from|starting(?:\s+(?:in|from|on))?|b
 _CONNECTORS = re.compile(r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
                          r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
                          r"later\s+than|starting|beginning|the)\s+)+$", _I)
+_VALID_AT = re.compile(r"\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
+                       r"(?:on|in|at|as\s+of|during)\s+(?:the\s+)?$", _I)
 _RELATIVE = re.compile(r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
                        r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", _I)
 
@@ -122,6 +124,8 @@ def _relate(mention: TimeMention, before_text: str) -> tuple[Interval, Relation]
     iv = mention.interval
     if mention.is_range:
         return iv, Relation.BETWEEN
+    if _VALID_AT.search(before_text):  # "which rule applied on 20 April": valid time, not event time
+        return iv, Relation.CURRENT
     if _BEFORE_EXCLUSIVE.search(before_text):
         return Interval(None, iv.start, iv.granularity), Relation.BEFORE
     if _BEFORE_INCLUSIVE.search(before_text):

@@ -154,7 +154,7 @@ def load_lineage(documents: Any, *, series: Iterable[str] | None = None, as_of: 
     if series is not None:
         data = data.filter(pc.is_in(data["series_id"], value_set=_strings(series)))
     if as_of is not None:
-        data = data.filter(pc.less_equal(data["recorded_at"], pc.scalar(to_utc(as_of), type=data["recorded_at"].type)))
+        data = data.filter(pc.less_equal(data["recorded_at"], pa.scalar(to_utc(as_of), type=data["recorded_at"].type)))
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in data.to_pylist():
         grouped[row["series_id"]].append(row)

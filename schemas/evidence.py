@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from schemas.intent import TemporalIntent
+from schemas.lineage import Signal
 from schemas.time import Interval, format_instant
 
 __all__ = ["Evidence", "SearchResult", "SearchTrace", "SCHEMA_VERSION"]
@@ -24,7 +25,9 @@ class Evidence:
         time_source: ``event`` (stage 2 found intervals) or ``published`` (inherits the publication day).
         valid_from/valid_until: valid time of the document version (``None`` = open).
         recorded_at: transaction time of the chunk row.
-        superseded_by: doc id of a newer version of the same series, when one is stored.
+        superseded_by: doc id of the next version of the same series in the lineage (as of the query's
+            transaction time), when one is stored.
+        corrected_by: doc id of a correction of this version (as of), when one is stored.
     """
 
     chunk_id: str
@@ -40,6 +43,7 @@ class Evidence:
     valid_until: datetime | None = None
     recorded_at: datetime | None = None
     superseded_by: str | None = None
+    corrected_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,7 +51,8 @@ class Evidence:
             "published_at": format_instant(self.published_at), "intervals": [i.to_dict() for i in self.intervals],
             "time_source": self.time_source, "valid_from": format_instant(self.valid_from),
             "valid_until": format_instant(self.valid_until), "recorded_at": format_instant(self.recorded_at),
-            "superseded_by": self.superseded_by, "score": round(self.score, 6), "text": self.text,
+            "superseded_by": self.superseded_by, "corrected_by": self.corrected_by, "score": round(self.score, 6),
+            "text": self.text,
         }
 
 
@@ -79,15 +84,20 @@ class SearchTrace:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Intent, chronologically ordered evidence, and trace. ``to_dict`` is the CLI's ``--json`` form."""
+    """Intent, chronologically ordered evidence, trace and lineage signals (conflicts, gaps, clarification).
+
+    ``to_dict`` is the CLI's ``--json`` form; ``signals`` is a list of objects tagged by ``type``.
+    """
 
     intent: TemporalIntent
     evidence: tuple[Evidence, ...]
     trace: SearchTrace
+    signals: tuple[Signal, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "intent": self.intent.to_dict(),
-                "evidence": [e.to_dict() for e in self.evidence], "trace": self.trace.to_dict()}
+                "evidence": [e.to_dict() for e in self.evidence], "trace": self.trace.to_dict(),
+                "signals": [s.to_dict() for s in self.signals]}
 
     def to_arrow(self) -> Any:
         """Evidence as a ``pyarrow.Table`` (one row per item; intervals as a list of structs)."""

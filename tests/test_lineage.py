@@ -206,7 +206,7 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def series_docs(result: Any, series: str) -> list[str]:
-    return sorted(e.doc_id for e in result.evidence if e.series_id == series)
+    return sorted({e.doc_id for e in result.evidence if e.series_id == series})
 
 
 def ask(client: Any, question: str, **kw: Any) -> Any:
