@@ -5,11 +5,13 @@ the candidates, exact inner product ranks them. Here only the time columns live 
 own event intervals in an :class:`ncls.NCLS64` over row offsets, plus valid time and transaction time as
 int64 arrays — while the vectors stay in LanceDB: the candidates' vectors are read with ``take`` in
 pieces and scored exactly as they arrive, then the top-``k`` rows are read. The result is the same as
-:class:`retrieval.search.TemporalSearcher` (exact overlap semantics, cosine score), with no SQL filter.
+:class:`retrieval.search.TemporalSearcher` (exact overlap semantics, cosine score, the same optional
+re-ranking by temporal focus), with no SQL filter.
 
-The index is bound to the table version it was built from (row offsets change when a table is
-compacted); :meth:`FastSearcher.search` raises :class:`StaleIndexError` when the table has moved on.
-Reads are fastest when rows are stored in time order (candidates then form a few contiguous runs).
+The searcher reads one snapshot of the table: the version current when it was built (row offsets change
+when a table is compacted, so the index belongs to that version). Rows written later are not seen until a
+new searcher is built; :meth:`FastSearcher.is_stale` tells when. Reads are fastest when rows are stored in
+time order (a window's candidates then form a few contiguous runs).
 """
 
 from __future__ import annotations
@@ -26,17 +28,13 @@ from retrieval.filters import TimeFilter
 from retrieval.search import COLUMNS, Hit
 from schemas.time import Interval
 
-__all__ = ["FastSearcher", "StaleIndexError", "to_micros"]
+__all__ = ["FastSearcher", "to_micros"]
 
 log = logging.getLogger(__name__)
 
 OPEN_PAST = -(2**62)
 OPEN_FUTURE = 2**62
-PIECE_ROWS = 2048
-
-
-class StaleIndexError(RuntimeError):
-    """The table changed after the interval index was built (terminal for this searcher: rebuild it)."""
+PIECE_ROWS = 1024
 
 
 def to_micros(column: pa.ChunkedArray | pa.Array, open_value: int) -> np.ndarray:
@@ -58,10 +56,12 @@ class FastSearcher:
 
     Args:
         table: a LanceDB table with the ``chunks`` schema (vectors unit norm).
+        temporal_weight: weight of temporal focus in the ranking, as in ``TemporalSearcher`` (0 = pure
+            similarity, the paper's ranking).
         piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
     """
 
-    def __init__(self, table: Any, *, piece_rows: int = PIECE_ROWS) -> None:
+    def __init__(self, table: Any, *, temporal_weight: float = 0.1, piece_rows: int = PIECE_ROWS) -> None:
         from ncls import NCLS64
 
         t0 = time.perf_counter()
@@ -69,6 +69,7 @@ class FastSearcher:
         self.dataset = table.to_lance()
         self.version = self.dataset.version
         self.piece_rows = piece_rows
+        self.temporal_weight = temporal_weight
         data = self.dataset.to_table(columns=["intervals", "valid_from", "valid_until", "recorded_at"],
                                        batch_size=8192)
         intervals = data.column("intervals").combine_chunks()
@@ -77,12 +78,18 @@ class FastSearcher:
         starts = to_micros(flat.field("start"), OPEN_PAST)
         ends = to_micros(flat.field("end"), OPEN_FUTURE)
         self.interval_row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.starts, self.ends = starts, ends
         self.index = NCLS64(starts, ends, np.arange(len(starts), dtype=np.int64))
         self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
         self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
         self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
         self.num_rows = len(counts)
         self.build_seconds = time.perf_counter() - t0
+
+    def is_stale(self) -> bool:
+        """True when the table has a newer version than the snapshot this searcher reads."""
+        return self.table.version != self.version
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
         """Sorted int64 row offsets passing ``time_filter`` exactly (half-open overlap, open sides open)."""
@@ -91,7 +98,9 @@ class FastSearcher:
             qs, qe = zip(*(_bounds(q) for q in time_filter.event), strict=True)
             _, hit = self.index.all_overlaps_both(np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64),
                                                   np.arange(len(qs), dtype=np.int64))
-            rows = np.unique(self.interval_row[hit])
+            mask = np.zeros(self.num_rows, dtype=bool)
+            mask[self.interval_row[hit]] = True
+            rows = np.flatnonzero(mask)
         if time_filter.valid:
             ok = np.zeros(len(rows), dtype=bool)
             for q in time_filter.valid:
@@ -104,13 +113,7 @@ class FastSearcher:
 
     def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
                       ) -> tuple[np.ndarray, np.ndarray]:
-        """``(offsets, scores)`` of the top-``k`` candidates, best first; scores are cosine similarities.
-
-        Raises:
-            StaleIndexError: the table's version differs from the one indexed.
-        """
-        if self.table.version != self.version:
-            raise StaleIndexError(f"table is at version {self.table.version}, index built at {self.version}")
+        """``(offsets, scores)`` of the top-``k`` candidates, best first; scores are cosine similarities."""
         rows = self.candidates(time_filter)
         best_rows = np.empty(0, dtype=np.int64)
         best_scores = np.empty(0, dtype=np.float32)
@@ -127,19 +130,46 @@ class FastSearcher:
         order = np.argsort(-best_scores, kind="stable")
         return best_rows[order], best_scores[order]
 
-    def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10) -> list[Hit]:
+    def focus(self, offsets: np.ndarray, time_filter: TimeFilter) -> np.ndarray:
+        """Temporal focus of rows: the fraction of each row's intervals overlapping the event filter.
+
+        Same definition as :meth:`retrieval.filters.TimeFilter.focus`; 1.0 without an event filter or
+        for a row without intervals. Returns float64 ``(len(offsets),)``.
+        """
+        lo, hi = self.first_interval[offsets], self.first_interval[offsets + 1]
+        counts = hi - lo
+        out = np.ones(len(offsets))
+        if not time_filter.event or not counts.sum():
+            return out
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+        hit = np.zeros(len(idx), dtype=bool)
+        for q in time_filter.event:
+            start, end = _bounds(q)
+            hit |= (self.starts[idx] < end) & (self.ends[idx] > start)
+        sums = np.add.reduceat(hit, np.concatenate([[0], np.cumsum(counts)[:-1]])) if len(idx) else 0
+        return np.where(counts > 0, sums / np.maximum(counts, 1), out)
+
+    def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
+               temporal_weight: float | None = None) -> list[Hit]:
         """Top-``k`` chunks passing ``time_filter``, best first (same contract as ``TemporalSearcher``).
+
+        With an event filter and a non-zero weight, the ``max(3k, 50)`` most similar candidates are
+        re-ranked by ``similarity + temporal_weight × focus``.
 
         Args:
             vector: query embedding, float32 ``(dim,)``, unit norm.
             time_filter: typed filter; an empty filter searches everything.
             k: number of hits (top-k).
-
-        Raises:
-            StaleIndexError: the table's version differs from the one indexed.
+            temporal_weight: weight of temporal focus (default: the searcher's).
         """
-        offsets, scores = self.top_k_offsets(vector, time_filter, k=k)
+        weight = self.temporal_weight if temporal_weight is None else temporal_weight
+        rerank = bool(time_filter.event) and bool(weight)
+        offsets, scores = self.top_k_offsets(vector, time_filter, k=max(3 * k, 50) if rerank else k)
+        focus = self.focus(offsets, time_filter)
+        if rerank:
+            order = np.argsort(-(scores + weight * focus), kind="stable")[:k]
+            offsets, scores, focus = offsets[order], scores[order], focus[order]
         if not len(offsets):
             return []
         rows = self.dataset.take(offsets, columns=COLUMNS).to_pylist()
-        return [Hit(row, float(s)) for row, s in zip(rows, scores, strict=True)]
+        return [Hit(row, float(s), float(f)) for row, s, f in zip(rows, scores, focus, strict=True)]

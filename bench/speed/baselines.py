@@ -79,5 +79,7 @@ class PaperDesign:
     def search(self, vector: np.ndarray, start: int, end: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         _, hit = self.index.all_overlaps_both(np.array([start], dtype=np.int64), np.array([end], dtype=np.int64),
                                               np.zeros(1, dtype=np.int64))
-        rows = np.unique(self.a.row[hit])
+        mask = np.zeros(len(self.a.vectors), dtype=bool)
+        mask[self.a.row[hit]] = True
+        rows = np.flatnonzero(mask)
         return top_k(rows, self.a.vectors[rows] @ vector, k)

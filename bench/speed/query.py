@@ -8,12 +8,17 @@ Paths, all exact, timed on the same queries in the same run:
 
 * ``diachron`` — the current path, :class:`retrieval.search.TemporalSearcher`: LanceDB flat prefilter on the
   interval hull (BTREE on ``event_start``/``event_end``) + exact refine; rows in ingest (random) order.
+  Ranking by similarity only (``temporal_weight=0``, the paper's), so every path has one exact answer.
 * ``fast`` / ``fast-sorted`` — :class:`retrieval.fast_search.FastSearcher` (in-memory NCLS over row
-  offsets, vectors read from LanceDB with ``take``), on the same table and on a time-sorted copy.
+  offsets, vectors read from LanceDB with ``take``), on the same table and on a time-sorted copy
+  (:func:`bench.speed.layout.time_sorted`); ``fast-sorted+rows`` also reads the hit rows (its ``search``).
 * ``paper`` — NCLS candidates + NumPy exact inner product, vectors in memory (TA-RAG's design).
 * ``numpy`` — NumPy masked scan of all rows, vectors in memory.
 
-Latency is measured to the top-10 ids and scores; ``diachron`` and ``fast*`` also read the hit rows.
+Latency is measured to the top-10 ids and scores, like the baselines; ``diachron`` and
+``fast-sorted+rows`` also read the hit rows (text and time columns), as a search must.
+Queries are timed interleaved (all paths per query, rotating order) so that load on the shared machine
+falls on every path alike.
 "Cold" = the first query after opening the table (a new connection; for ``fast*`` a freshly built index),
 with the OS page cache as it is (it cannot be dropped without root).
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import statistics
 import time
@@ -46,6 +52,7 @@ log = logging.getLogger(__name__)
 TIERS = {"5k": 5_000, "100k": 100_000, "1m": 1_000_000}
 CACHE_FORMAT = "v1"
 K = 10
+PATHS = ("numpy", "paper", "diachron", "fast", "fast-sorted", "fast-sorted+rows")
 
 
 def _dir_bytes(path: Path) -> int:
@@ -93,9 +100,9 @@ def _bounds(q: Query) -> tuple[int, int]:
     return max(start, OPEN_PAST), end
 
 
-def _time(fn: Callable[[], list[int]]) -> tuple[float, list[int]]:
+def _time(search: Callable[[Query], list[int]], query: Query) -> tuple[float, list[int]]:
     t0 = time.perf_counter()
-    ids = fn()
+    ids = search(query)
     return (time.perf_counter() - t0) * 1000, ids
 
 
@@ -118,42 +125,45 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
         len(set(arrays.row[(arrays.start < _bounds(q)[1]) & (arrays.end > _bounds(q)[0])].tolist())) / n
         for q in qs if q.window == w) for w in WINDOWS}
 
-    def opener(path: str) -> Callable[[], Callable[[Query], list[int]]]:
-        def open_path() -> Callable[[Query], list[int]]:
-            if path == "numpy":
-                return lambda q: brute.search(q.vector, *_bounds(q), K)[0].tolist()
-            if path == "paper":
-                return lambda q: paper.search(q.vector, *_bounds(q), K)[0].tolist()
-            table = lancedb.connect(build["uri"]).open_table("chunks_sorted" if path == "fast-sorted" else "chunks")
-            if path == "diachron":
-                searcher = TemporalSearcher(table)
-                return lambda q: [_chunk_offset(h.row["chunk_id"])
-                                  for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
-            t_build = time.perf_counter()
-            fast = FastSearcher(table)
-            build.setdefault(f"{path}_index_build_s", time.perf_counter() - t_build)
+    def open_path(path: str) -> Callable[[Query], list[int]]:
+        """A fresh searcher for ``path`` (new connection; for ``fast*`` a newly built index)."""
+        if path == "numpy":
+            return lambda q: brute.search(q.vector, *_bounds(q), K)[0].tolist()
+        if path == "paper":
+            return lambda q: paper.search(q.vector, *_bounds(q), K)[0].tolist()
+        table = lancedb.connect(build["uri"]).open_table("chunks" if path in ("diachron", "fast") else "chunks_sorted")
+        if path == "diachron":
+            searcher = TemporalSearcher(table, temporal_weight=0.0)
+            return lambda q: [_chunk_offset(h.row["chunk_id"])
+                              for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
+        fast = FastSearcher(table, temporal_weight=0.0)
+        build.setdefault(f"{path}_index_build_s", fast.build_seconds)
+        if path == "fast-sorted+rows":
             return lambda q: [_chunk_offset(h.row["chunk_id"])
                               for h in fast.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
-        return open_path
+        chunk_ids = np.array([_chunk_offset(c) for c in fast.dataset.to_table(columns=["chunk_id"])
+                             .column("chunk_id").to_pylist()])  # evaluation only: offset -> generated row
+        return lambda q: chunk_ids[fast.top_k_offsets(q.vector, TimeFilter(event=(q.interval,)), k=K)[0]].tolist()
 
-    paths = {}
-    for path in ("numpy", "paper", "diachron", "fast", "fast-sorted"):
-        open_path = opener(path)
-        per_window = {}
-        for window in WINDOWS:
-            wq = [q for q in qs if q.window == window]
-            search = open_path()
-            cold, _ = _time(lambda: search(wq[0]))
-            times, recalls = [], []
-            for q in wq:
-                ms, ids = _time(lambda q=q: search(q))
-                times.append(ms)
-                recalls.append(len(truth[id(q)] & set(ids)) / K)
-            per_window[window] = {"cold_ms": cold, "p50_ms": float(np.percentile(times, 50)),
-                                  "p95_ms": float(np.percentile(times, 95)), "recall_at_10": statistics.mean(recalls),
-                                  "selectivity": selectivity[window]}
-        paths[path] = per_window
-        log.info("%s %s done", kind, path)
+    paths: dict[str, dict[str, Any]] = {p: {} for p in PATHS}
+    for window in WINDOWS:
+        wq = [q for q in qs if q.window == window]
+        searchers, cold = {}, {}
+        for path in PATHS:
+            searchers[path] = open_path(path)
+            cold[path], _ = _time(searchers[path], wq[0])
+        times: dict[str, list[float]] = {p: [] for p in PATHS}
+        recalls: dict[str, list[float]] = {p: [] for p in PATHS}
+        for i, q in enumerate(wq):  # interleaved, rotating order: a shared machine's load hits every path alike
+            for path in PATHS[i % len(PATHS):] + PATHS[:i % len(PATHS)]:
+                ms, ids = _time(searchers[path], q)
+                times[path].append(ms)
+                recalls[path].append(len(truth[id(q)] & set(ids)) / K)
+        for path in PATHS:
+            paths[path][window] = {"cold_ms": cold[path], "p50_ms": float(np.percentile(times[path], 50)),
+                                   "p95_ms": float(np.percentile(times[path], 95)),
+                                   "recall_at_10": statistics.mean(recalls[path]), "selectivity": selectivity[window]}
+        log.info("%s %s done", kind, window)
     return {"build": build, "paths": paths}
 
 
@@ -199,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ehypo_sample:
         result["ehypo"] = ehypo_cost(args.ehypo_sample)
     result["seconds"] = time.perf_counter() - t0
+    result["load_average_1m_at_end"] = os.getloadavg()[0]
     print(write_reports(result, args.out, f"query-{args.tier}"))
 
 

