@@ -66,9 +66,10 @@ def anchors(intervals: Sequence[Interval], *, extent: Interval | None = None, po
     """
     bounded = []
     for interval in intervals:
-        b = interval.bounded(extent.start, extent.end) if extent else interval
-        if b.start is not None and b.end is not None and b.start < b.end:
-            bounded.append(b)
+        lo = extent.start if interval.start is None and extent else interval.start
+        hi = extent.end if interval.end is None and extent else interval.end
+        if lo is not None and hi is not None and lo < hi:  # an open side past the extent bounds nothing
+            bounded.append(Interval(lo, hi, interval.granularity))
     if not bounded:
         return []
     span = sum((b.end - b.start for b in bounded), timedelta())  # type: ignore[operator]
