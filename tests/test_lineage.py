@@ -361,3 +361,73 @@ def test_debian_version_current_on(real: Any, package: str, day: str) -> None:
     expected = latest_before(rows, d(day))
     result = real.search(f"Which {package} package version was current on {day}?", k=10, now=NOW)
     assert series_docs(result, package) == [expected]
+
+
+# --- the answer step -------------------------------------------------------------------------------------
+
+
+def hand_result() -> Any:
+    from schemas.evidence import Evidence, SearchResult, SearchTrace
+    from schemas.intent import Relation, TemporalIntent
+
+    intent = TemporalIntent("Which travel policy applied?", (Interval(d("2022-06-15"), d("2022-06-16")),),
+                            Relation.CURRENT, d("2024-12-10"))
+    cards = tuple(Evidence(f"c{n}", f"travel-policy/v{n}", "travel-policy", "t", f"Travel policy {n}.", 0.5,
+                           d(start), (), "published", d(start), until, d("2024-12-01"))
+                  for n, start, until in ((1, "2022-01-01", d("2022-07-01")), (2, "2022-06-01", None)))
+    conflict = ConflictSignal(ConflictKind.OVERLAP, "travel-policy", ("travel-policy/v1", "travel-policy/v2"),
+                              Interval(d("2022-06-01"), d("2022-07-01")))
+    trace = SearchTrace(filter={"as_of": "2024-12-02T00:00:00Z"}, candidates_after_filter=2, anchors=0,
+                        anchor_granularity=None)
+    return SearchResult(intent, cards, trace, (conflict,))
+
+
+def test_summary_states_scope_versions_and_conflicts() -> None:
+    assert summarize(hand_result()).splitlines() == [
+        "Question: Which travel policy applied?",
+        "Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time 2024-12-10T00:00:00Z; "
+        "as recorded by 2024-12-02T00:00:00Z)",
+        "[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, 2022-07-01T00:00:00Z); "
+        "recorded 2024-12-01T00:00:00Z): Travel policy 1.",
+        "[2] travel-policy/v2 (published 2022-06-01T00:00:00Z; valid [2022-06-01T00:00:00Z, +inf); "
+        "recorded 2024-12-01T00:00:00Z): Travel policy 2.",
+        "CONFLICT (overlap) in travel-policy during [2022-06-01T00:00:00Z, 2022-07-01T00:00:00Z): "
+        "travel-policy/v1, travel-policy/v2"]
+
+
+def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
+    """A local HTTP server on a thread stands in for the vLLM server (no model runs here)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from retrieval.answer import SYSTEM_PROMPT, LLMConfig, answer
+
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            seen.append({"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
+            reply = json.dumps({"choices": [{"message": {"content": "Between 2022-06-01 and 2022-07-01 both apply."}}]})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(reply.encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = hand_result()
+        text = answer(result, llm=LLMConfig(f"http://127.0.0.1:{server.server_port}/v1", "tiny"))
+    finally:
+        server.shutdown()
+        thread.join()
+    assert text == "Between 2022-06-01 and 2022-07-01 both apply."
+    (call,) = seen
+    assert call["path"] == "/v1/chat/completions" and call["body"]["model"] == "tiny"
+    assert call["body"]["messages"] == [{"role": "system", "content": SYSTEM_PROMPT},
+                                        {"role": "user", "content": summarize(result)}]
+    assert answer(result) == summarize(result)
