@@ -10,9 +10,11 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
+
 from ingest.embedding import Embedder
 from retrieval.anchors import AnchorPolicy, anchors, hypothetical_embedding
 from retrieval.context import build_evidence
@@ -20,7 +22,14 @@ from retrieval.coverage import anchor_periods, coverage_top_k
 from retrieval.errors import EmbedderMismatchError, StoreNotFoundError
 from retrieval.filters import TimeFilter
 from retrieval.intent import IntentConfig, parse_intent
-from retrieval.lineage import Lineage, clarify, conflicts, load_lineage, mentions_earlier_version, window_gaps
+from retrieval.lineage import (
+    Lineage,
+    clarify,
+    conflicts,
+    load_lineage,
+    mentions_earlier_version,
+    window_gaps,
+)
 from retrieval.search import Hit, TemporalSearcher
 from schemas.evidence import Evidence, SearchResult, SearchTrace
 from schemas.intent import Relation, TemporalIntent

@@ -67,6 +67,12 @@ class TimeFilter:
         """Exact event-time check of one chunk's intervals (the SQL hull check is only a superset)."""
         return not self.event or overlaps_any(intervals, self.event)
 
+    def focus(self, intervals: Sequence[Interval]) -> float:
+        """Temporal focus of a chunk: the fraction of its intervals overlapping the event intervals (1.0 if none)."""
+        if not self.event or not intervals:
+            return 1.0
+        return sum(overlaps_any([i], self.event) for i in intervals) / len(intervals)
+
     def to_dict(self) -> dict[str, Any]:
         return {"event": [i.to_dict() for i in self.event], "valid": [i.to_dict() for i in self.valid],
                 "as_of": format_instant(self.as_of)}
