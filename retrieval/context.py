@@ -40,7 +40,8 @@ def build_evidence(hits: list[Hit], documents: Any, *, chronological: bool = Tru
         text=r["text"], score=h.score, published_at=r["published_at"],
         intervals=tuple(intervals_from_arrow(r["intervals"])), time_source=r["time_source"],
         valid_from=r["valid_from"], valid_until=r["valid_until"], recorded_at=r["recorded_at"],
-        superseded_by=superseded_by.get(r["doc_id"])) for h, r in zip(hits, rows, strict=True)]
+        superseded_by=superseded_by.get(r["doc_id"]), rank=n)
+        for n, (h, r) in enumerate(zip(hits, rows, strict=True), 1)]
     if chronological:
         order = {id(c): r["seq"] for c, r in zip(cards, rows, strict=True)}
         cards.sort(key=lambda c: (c.published_at is None,

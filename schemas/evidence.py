@@ -25,6 +25,7 @@ class Evidence:
         time_source: ``event`` (stage 2 found intervals) or ``published`` (inherits the publication day).
         valid_from/valid_until: valid time of the document version (``None`` = open).
         recorded_at: transaction time of the chunk row.
+        rank: 1-based position in the ranking (similarity + temporal focus) before chronological ordering.
         superseded_by: doc id of the next version of the same series in the lineage (as of the query's
             transaction time), when one is stored.
         corrected_by: doc id of a correction of this version (as of), when one is stored.
@@ -44,6 +45,7 @@ class Evidence:
     recorded_at: datetime | None = None
     superseded_by: str | None = None
     corrected_by: str | None = None
+    rank: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,7 +53,7 @@ class Evidence:
             "published_at": format_instant(self.published_at), "intervals": [i.to_dict() for i in self.intervals],
             "time_source": self.time_source, "valid_from": format_instant(self.valid_from),
             "valid_until": format_instant(self.valid_until), "recorded_at": format_instant(self.recorded_at),
-            "superseded_by": self.superseded_by, "corrected_by": self.corrected_by, "score": round(self.score, 6),
+            "superseded_by": self.superseded_by, "corrected_by": self.corrected_by, "score": round(self.score, 6), "rank": self.rank,
             "text": self.text,
         }
 

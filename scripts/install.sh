@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv and install diachron with its test, airflow and eval extras (idempotent).
+# torch comes first from the local CPU wheel (torch==2.13.0); elsewhere pick the torch build you need
+# before running this (https://pytorch.org/get-started), or pip resolves a CUDA build of several GB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -c "import torch" 2>/dev/null || python -m pip install -q "torch==${DIACHRON_TORCH_VERSION:-2.13.0}"
+python -m pip install -q -e ".[test,airflow,eval]"
