@@ -18,7 +18,7 @@ from ingest.sources import SourceDocument
 from schemas.ids import content_sha256, doc_version_id
 from schemas.lineage import DERIVED_UNTIL_KEY
 
-__all__ = ["PlannedDocument", "VersionPlan", "StoredVersion", "plan_versions"]
+__all__ = ["PlannedDocument", "StoredVersion", "VersionPlan", "plan_versions"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,8 +71,8 @@ def summarize(result: SearchResult) -> str:
     windows = ", ".join(str(i) for i in intent.intervals) or "any time"
     as_of = result.trace.filter.get("as_of")
     lines = [f"Question: {intent.core_query}",
-             f"Scope: {intent.relation.value} {windows} (reference time {format_instant(intent.reference_time)}"
-             f"{f'; as recorded by {as_of}' if as_of else ''})"]
+             (f"Scope: {intent.relation.value} {windows} (reference time {format_instant(intent.reference_time)}"
+              f"{f'; as recorded by {as_of}' if as_of else ''})")]
     if intent.needs_clarification:
         lines.append("Needs clarification before answering.")
     lines += [_card(n, e) for n, e in enumerate(result.evidence, 1)] or ["No evidence in scope."]
@@ -94,7 +94,7 @@ def answer(result: SearchResult, *, llm: LLMConfig | None = None) -> str:
             "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": summary}]}
     request = urllib.request.Request(f"{llm.base_url.rstrip('/')}/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=llm.timeout) as response:  # noqa: S310 - configured URL
+    with urllib.request.urlopen(request, timeout=llm.timeout) as response:
         reply = json.loads(response.read())
     return str(reply["choices"][0]["message"]["content"])
 

@@ -27,7 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from retrieval.anchors import anchor_granularity
-from schemas.lineage import DERIVED_UNTIL_KEY, Clarification, ConflictKind, ConflictSignal, GapSignal, VersionSpan
+from schemas.lineage import (
+    DERIVED_UNTIL_KEY,
+    Clarification,
+    ConflictKind,
+    ConflictSignal,
+    GapSignal,
+    VersionSpan,
+)
 from schemas.records import intervals_from_arrow
 from schemas.time import Granularity, Interval, period, to_utc
 

@@ -19,7 +19,15 @@ import pytest
 from ingest.sources import SourceDocument
 from ingest.versioning import plan_versions
 from retrieval.answer import summarize
-from retrieval.lineage import Lineage, clarify, conflicts, derive_spans, gaps, mentions_earlier_version, version_at
+from retrieval.lineage import (
+    Lineage,
+    clarify,
+    conflicts,
+    derive_spans,
+    gaps,
+    mentions_earlier_version,
+    version_at,
+)
 from schemas.lineage import DERIVED_UNTIL_KEY, ConflictKind, ConflictSignal, GapSignal
 from schemas.time import Granularity, Interval
 
@@ -250,7 +258,7 @@ def test_correction_two_days_later(scenarios: Any) -> None:
     assert series_docs(after, "fee-schedule") == ["fee-schedule/fix-1"]
     blended = scenarios.naive_search("late payment fee euros per invoice", k=10)
     assert {"fee-schedule/v1", "fee-schedule/fix-1"} <= {e.doc_id for e in blended.evidence}
-    assert [e.corrected_by for e in blended.evidence if e.doc_id == "fee-schedule/v1"][0] == "fee-schedule/fix-1"
+    assert next(e.corrected_by for e in blended.evidence if e.doc_id == "fee-schedule/v1") == "fee-schedule/fix-1"
     kinds = [(s.kind, s.doc_ids) for s in blended.signals if isinstance(s, ConflictSignal)]
     assert (ConflictKind.CORRECTION, ("fee-schedule/v1", "fee-schedule/fix-1")) in kinds
 
@@ -385,14 +393,14 @@ def hand_result() -> Any:
 def test_summary_states_scope_versions_and_conflicts() -> None:
     assert summarize(hand_result()).splitlines() == [
         "Question: Which travel policy applied?",
-        "Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time 2024-12-10T00:00:00Z; "
-        "as recorded by 2024-12-02T00:00:00Z)",
-        "[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, 2022-07-01T00:00:00Z); "
-        "recorded 2024-12-01T00:00:00Z): Travel policy 1.",
-        "[2] travel-policy/v2 (published 2022-06-01T00:00:00Z; valid [2022-06-01T00:00:00Z, +inf); "
-        "recorded 2024-12-01T00:00:00Z): Travel policy 2.",
-        "CONFLICT (overlap) in travel-policy during [2022-06-01T00:00:00Z, 2022-07-01T00:00:00Z): "
-        "travel-policy/v1, travel-policy/v2"]
+        ("Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time 2024-12-10T00:00:00Z; "
+         "as recorded by 2024-12-02T00:00:00Z)"),
+        ("[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, 2022-07-01T00:00:00Z); "
+         "recorded 2024-12-01T00:00:00Z): Travel policy 1."),
+        ("[2] travel-policy/v2 (published 2022-06-01T00:00:00Z; valid [2022-06-01T00:00:00Z, +inf); "
+         "recorded 2024-12-01T00:00:00Z): Travel policy 2."),
+        ("CONFLICT (overlap) in travel-policy during [2022-06-01T00:00:00Z, 2022-07-01T00:00:00Z): "
+         "travel-policy/v1, travel-policy/v2")]
 
 
 def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
@@ -405,7 +413,7 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
     seen: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server API
+        def do_POST(self) -> None:
             seen.append({"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
             reply = json.dumps({"choices": [{"message": {"content": "Between 2022-06-01 and 2022-07-01 both apply."}}]})
             self.send_response(200)

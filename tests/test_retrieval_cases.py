@@ -49,7 +49,7 @@ def embedder() -> Any:
 
 def naive(text: str) -> datetime:
     """The source's own instant: naive stays naive (the store must read it as UTC), offsets are kept."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return datetime.fromisoformat(text)
 
 
 def chunk_rows(records: list[dict[str, Any]], vectors: np.ndarray, embedder_id: str) -> list[dict[str, Any]]:
