@@ -196,5 +196,12 @@ def demo(
 
 
 def main() -> None:  # pragma: no cover - console entry
+    """Console entry: quiet third-party logs (Lance's Rust logger, Ray's fork notice), then run the app."""
+    import warnings
+
+    os.environ.setdefault("LANCE_LOG", "error")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    warnings.filterwarnings("ignore", message=".*fork support is experimental.*")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     logging.basicConfig(level=logging.WARNING)
     app()
