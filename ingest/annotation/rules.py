@@ -48,7 +48,10 @@ class RuleAnnotator:
     def annotate_chunks(self, texts: list[str], *, doc: DocumentAnnotation) -> list[ChunkAnnotation]:
         out = []
         for text in texts:
-            mentions = extract_mentions(text, reference=doc.published_at, config=self.tagger)
+            distinct = {}  # one entry per interval: "October 2008" written twice is one event time
+            for m in extract_mentions(text, reference=doc.published_at, config=self.tagger):
+                distinct.setdefault((m.interval.start, m.interval.end), m)
+            mentions = list(distinct.values())
             out.append(ChunkAnnotation([m.interval for m in mentions], [m.text for m in mentions], self.name))
         return out
 
