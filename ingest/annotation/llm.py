@@ -50,21 +50,21 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PROMPT_VERSION = "p1"
-MAX_EVENTS = 6
+MAX_EVENTS = 4
 DATE = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
 GRAINS = ["day", "month", "quarter", "year", "decade"]
 STAGE1_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["published", "confidence", "abstract"],
     "properties": {"published": {"anyOf": [DATE, {"type": "null"}]},
                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                   "abstract": {"type": "string", "maxLength": 400}}}
+                   "abstract": {"type": "string", "maxLength": 300}}}
 STAGE2_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["events"],
     "properties": {"events": {"type": "array", "maxItems": MAX_EVENTS, "items": {
         "type": "object", "additionalProperties": False,
         "required": ["description", "entities", "start", "end", "granularity"],
-        "properties": {"description": {"type": "string", "maxLength": 160},
-                       "entities": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 60}},
+        "properties": {"description": {"type": "string", "maxLength": 100},
+                       "entities": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 40}},
                        "start": DATE, "end": {"anyOf": [DATE, {"type": "null"}]},
                        "granularity": {"enum": GRAINS}}}}}}
 
@@ -137,7 +137,7 @@ class LLMPolicy:
 
     batch_size: int = 16
     max_tokens_document: int = 160
-    max_tokens_chunk: int = 384
+    max_tokens_chunk: int = 256
     retry_temperature: float = 0.6
     date_tolerance: timedelta = timedelta(days=31)
     future_tolerance: timedelta = timedelta(days=366)

@@ -89,6 +89,10 @@ class VLLMEngine:
         return [Completion(o.outputs[0].text, o.outputs[0].finish_reason, len(o.outputs[0].token_ids))
                 for o in outputs]
 
+    def shutdown(self) -> None:
+        """Stop the engine core and its worker processes (killing the actor alone can orphan them)."""
+        self.llm.llm_engine.engine_core.shutdown()
+
 
 class RayVLLMBackend:
     """:class:`VLLMEngine` in one Ray actor; ``generate`` blocks until the batch is done.
@@ -129,10 +133,13 @@ class RayVLLMBackend:
             raise LLMBackendError(f"vLLM actor failed for {self.model_name}: {exc}") from exc
 
     def close(self) -> None:
-        """Kill the actor (frees the engine's memory)."""
+        """Stop the engine, then kill the actor (frees the engine's memory)."""
         import ray
 
-        ray.kill(self.actor)
+        try:
+            ray.get(self.actor.shutdown.remote(), timeout=60)
+        finally:
+            ray.kill(self.actor)
 
 
 class OpenAIHTTPBackend:

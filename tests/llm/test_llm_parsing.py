@@ -71,7 +71,7 @@ def test_stage2_keeps_impossible_dates_as_problems() -> None:
 @pytest.mark.parametrize("text, where", [
     ('{"events": [', "not JSON"),
     ("", "not JSON"),
-    (_answer(*[_event("2015-01-01")] * 7), "schema violation at ['events']"),
+    (_answer(*[_event("2015-01-01")] * 5), "schema violation at ['events']"),
     (json.dumps({"events": [{"description": "x", "start": "2015-01-01"}]}), "schema violation at ['events', 0]"),
     (_answer(_event("15-1-1")), "schema violation at ['events', 0, 'start']"),
     (_answer(_event("2015-01-01", grain="week")), "schema violation at ['events', 0, 'granularity']"),
@@ -83,7 +83,7 @@ def test_stage2_rejects_what_breaks_the_schema(text: str, where: str) -> None:
 
 def test_stage2_schema_caps_arrays() -> None:
     events = STAGE2_SCHEMA["properties"]["events"]
-    assert events["maxItems"] == 6 and events["items"]["properties"]["entities"]["maxItems"] == 4
+    assert events["maxItems"] == 4 and events["items"]["properties"]["entities"]["maxItems"] == 3
 
 
 def test_stage1_parses_and_rejects() -> None:
@@ -137,10 +137,10 @@ DOC = DocumentAnnotation(D(2015, 6, 1), "metadata", "IBM results.", "x")
 def test_retry_once_then_fall_back_to_rules_with_provenance() -> None:
     texts = ["Revenue fell in March 2015.", "The board met on 5 May 2015.", "Nothing dated here."]
     backend = ScriptedBackend(
-        [Completion('{"events": [', "length", 384), ok("not json"), ok(_answer(_event("2015-03-01", None, "month")))],
+        [Completion('{"events": [', "length", 256), ok("not json"), ok(_answer(_event("2015-03-01", None, "month")))],
         [ok(_answer(_event("2015-03-01", None, "month"))), Completion("", "error:400", 0)])
     notes = LLMAnnotator(backend, RuleAnnotator()).annotate_chunks(texts, doc=DOC)
-    assert backend.calls == [(3, 384, 0.0), (2, 768, 0.6)]
+    assert backend.calls == [(3, 256, 0.0), (2, 512, 0.6)]
     assert [n.annotator for n in notes] == ["vllm:smol-test:p1", "rules(fallback:vllm:smol-test:p1)",
                                             "vllm:smol-test:p1"]
     assert notes[0].intervals == [Interval(D(2015, 3, 1), D(2015, 4, 1))]
