@@ -131,6 +131,7 @@ class LLMPolicy:
         date_tolerance: most distance between an LLM interval and the nearest date the rule tagger found
             in the same chunk; beyond it the interval is flagged and left out.
         future_tolerance: most time an LLM interval may start after the publication time (forecasts).
+        max_span: longest plausible event interval (a model may answer "[1558, 2015)" for "since 2015").
         min_confidence: least stage-1 confidence for an LLM publication time to be used.
         segment_chars: most characters of a chunk or segment put in a prompt.
     """
@@ -141,6 +142,7 @@ class LLMPolicy:
     retry_temperature: float = 0.6
     date_tolerance: timedelta = timedelta(days=31)
     future_tolerance: timedelta = timedelta(days=366)
+    max_span: timedelta = timedelta(days=3653)
     min_confidence: float = 0.5
     segment_chars: int = 2000
 
@@ -206,9 +208,11 @@ def check_interval(interval: Interval, *, explicit: Sequence[Interval], publishe
                    policy: LLMPolicy) -> str | None:
     """Why an LLM interval disagrees beyond the policy's bounds, or ``None`` when it is acceptable.
 
-    Checks: within ``date_tolerance`` of some rule-tagger interval of the same chunk (when there are any),
-    and starting at most ``future_tolerance`` after ``published`` (when known).
+    Checks: at most ``max_span`` long, within ``date_tolerance`` of some rule-tagger interval of the same
+    chunk (when there are any), and starting at most ``future_tolerance`` after ``published`` (when known).
     """
+    if interval.duration is not None and interval.duration > policy.max_span:
+        return f"llm interval {interval} spans {interval.duration.days} days (bound {policy.max_span.days} days)"
     if explicit:
         gap = min(_gap(interval, e) for e in explicit)
         if gap > policy.date_tolerance:
@@ -358,7 +362,7 @@ def build_llm_annotator(options: Mapping[str, Any], *, fallback: Annotator) -> L
     try:
         policy = LLMPolicy(**{k: cast(opts.pop(k)) for k, cast in _POLICY_KEYS.items() if k in opts},
                            **{k: timedelta(days=float(opts.pop(f"{k}_days")))
-                              for k in ("date_tolerance", "future_tolerance") if f"{k}_days" in opts})
+                              for k in ("date_tolerance", "future_tolerance", "max_span") if f"{k}_days" in opts})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad vllm annotator option: {exc}") from exc
     return LLMAnnotator(build_backend(opts), fallback, policy)

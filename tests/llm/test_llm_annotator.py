@@ -19,8 +19,8 @@ import pytest
 
 pytest.importorskip("vllm", reason="the real-engine tests run in the LLM venv (scripts/setup_llm_cpu.sh)")
 
-from ingest.annotation.base import DocumentAnnotation, DocumentContext  # noqa: E402
-from ingest.annotation.llm import (  # noqa: E402
+from ingest.annotation.base import DocumentAnnotation, DocumentContext
+from ingest.annotation.llm import (
     STAGE1_SCHEMA,
     STAGE2_SCHEMA,
     LLMAnnotator,
@@ -29,8 +29,8 @@ from ingest.annotation.llm import (  # noqa: E402
     parse_stage1,
     parse_stage2,
 )
-from ingest.annotation.rules import RuleAnnotator  # noqa: E402
-from schemas.time import Interval  # noqa: E402
+from ingest.annotation.rules import RuleAnnotator
+from schemas.time import Interval
 
 pytestmark = [pytest.mark.llm, pytest.mark.timeout(400)]
 
@@ -70,7 +70,7 @@ def ray_annotator():
 class TestOfflineEngineInRayActor:
     def test_batch_answers_are_schema_valid_json(self, ray_annotator) -> None:
         out = ray_annotator.backend.generate([_conversation(t) for t in TEXTS], schema=STAGE2_SCHEMA,
-                                             max_tokens=256, temperature=0.0)
+                                             max_tokens=192, temperature=0.0)
         assert len(out) == 4 and all(c.tokens > 0 for c in out)
         finished = [c for c in out if c.finish_reason == "stop"]
         assert finished, [c.text for c in out]
@@ -91,16 +91,14 @@ class TestOfflineEngineInRayActor:
             assert 0 <= parse_stage1(raw.text).confidence <= 1
 
     def test_chunks_are_batched_checked_and_attributed(self, ray_annotator) -> None:
-        before = dict(ray_annotator.stats)
-        notes = ray_annotator.annotate_chunks(TEXTS * 2, doc=DOC)
-        assert len(notes) == 8
-        asked = ray_annotator.stats["requests"] - before["requests"]
-        assert 8 <= asked <= 16  # each chunk once, the unusable ones once more
-        rules = RuleAnnotator().annotate_chunks(TEXTS * 2, doc=DOC)
+        annotator = LLMAnnotator(ray_annotator.backend, RuleAnnotator(), LLMPolicy(batch_size=2, max_tokens_chunk=160))
+        notes = annotator.annotate_chunks(TEXTS, doc=DOC)
+        assert len(notes) == 4
+        assert 4 <= annotator.stats["requests"] <= 8  # each chunk once, the unusable ones once more
+        rules = RuleAnnotator().annotate_chunks(TEXTS, doc=DOC)
         for note, rule in zip(notes, rules, strict=True):
             assert note.annotator in (PROVENANCE, f"rules(fallback:{PROVENANCE})")
-            assert set(rule.intervals) <= set(note.intervals) or any(
-                i.overlaps(r) for r in rule.intervals for i in note.intervals)  # written dates never lost
+            assert all(any(i.overlaps(r) for i in note.intervals) for r in rule.intervals)  # written dates stay
             assert all(isinstance(i, Interval) and (i.start is None or i.end is None or i.start < i.end)
                        for i in note.intervals)
             assert len(note.texts) == len(note.intervals)
@@ -114,10 +112,9 @@ class TestOfflineEngineInRayActor:
         assert tiny.stats["fallbacks"] == 2
 
     def test_out_of_bound_intervals_become_flags(self, ray_annotator) -> None:
-        # a policy under which every dated event is nonsense: it may not start later than 300 years
-        # before publication. Each LLM interval must then leave the chunk as a flag (a quarantine row).
-        strict = LLMAnnotator(ray_annotator.backend, RuleAnnotator(),
-                              LLMPolicy(future_tolerance=timedelta(days=-300 * 366), date_tolerance=timedelta(0)))
+        # a policy under which every dated event is nonsense: no interval may last longer than 0 s. Each
+        # LLM interval must then leave the chunk as a flag (a quarantine row); only rule dates remain.
+        strict = LLMAnnotator(ray_annotator.backend, RuleAnnotator(), LLMPolicy(max_span=timedelta(0)))
         notes = strict.annotate_chunks(TEXTS, doc=DOC)
         rules = RuleAnnotator().annotate_chunks(TEXTS, doc=DOC)
         for note, rule in zip(notes, rules, strict=True):
@@ -172,13 +169,13 @@ class TestOpenAICompatibleServer:
         annotator = build_llm_annotator({"model": str(MODEL), "url": server_url, "served_model": "smol",
                                          "timeout_s": 120, "batch_size": 4}, fallback=RuleAnnotator())
         raw = annotator.backend.generate([_conversation(t) for t in TEXTS[:2]], schema=STAGE2_SCHEMA,
-                                         max_tokens=256, temperature=0.0)
+                                         max_tokens=192, temperature=0.0)
         assert all(c.tokens > 0 for c in raw)
         for c in raw:
             if c.finish_reason == "stop":
                 parse_stage2(c.text)
-        notes = annotator.annotate_chunks(TEXTS, doc=DOC)
-        assert [n.annotator.endswith(PROVENANCE) or n.annotator == PROVENANCE for n in notes] == [True] * 4
+        notes = annotator.annotate_chunks(TEXTS[:2], doc=DOC)
+        assert [n.annotator.endswith(PROVENANCE) or n.annotator == PROVENANCE for n in notes] == [True] * 2
         assert any(n.annotator == PROVENANCE for n in notes)
         annotator.backend.close()
 
