@@ -7,7 +7,7 @@ becomes a new version superseding the stored one (``ingest.versioning``); nothin
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from _ingest_tasks import ingest_graph
 from airflow.sdk import Param, dag
@@ -18,7 +18,7 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("DIACHRON_RETRY_DELAY_SECON
 @dag(
     dag_id="backfill",
     schedule=None,
-    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    start_date=datetime(2025, 1, 1, tzinfo=UTC),
     catchup=False,
     default_args={"retries": 3, "retry_delay": RETRY_DELAY, "retry_exponential_backoff": 2.0,
                   "max_retry_delay": timedelta(minutes=30)},

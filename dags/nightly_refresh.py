@@ -8,7 +8,7 @@ Sources and store come from the params below, else Airflow Variables / environme
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from _ingest_tasks import ingest_graph
 from airflow.sdk import Param, dag
@@ -19,7 +19,7 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("DIACHRON_RETRY_DELAY_SECON
 @dag(
     dag_id="nightly_refresh",
     schedule=os.environ.get("DIACHRON_NIGHTLY_CRON", "0 2 * * *"),
-    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    start_date=datetime(2025, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 3, "retry_delay": RETRY_DELAY, "retry_exponential_backoff": 2.0,

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
-from itertools import count
+from itertools import count, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,8 @@ def dagbag(tmp_path_factory: pytest.TempPathFactory) -> Any:
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
-        if "airflow" in sys.modules and not os.environ["AIRFLOW_HOME"] == str(home):
-            pytest.skip("airflow was imported before this module configured it")
+        if "airflow.settings" in sys.modules:
+            pytest.skip("airflow was configured before this module could point it at a temporary AIRFLOW_HOME")
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True,
                        env=os.environ.copy(), timeout=300)
         from airflow.dag_processing.dagbag import BundleDagBag
@@ -154,7 +154,7 @@ def test_dagbag_imports_and_structure(dagbag: Any) -> None:
     assert set(backfill.params) >= {"sources", "valid_from", "valid_until", "reason", "fail_first_attempts"}
     for dag in (nightly, backfill):
         assert sorted(dag.task_ids) == sorted(TASKS)
-        for upstream, downstream in zip(TASKS, TASKS[1:], strict=False):
+        for upstream, downstream in pairwise(TASKS):
             assert downstream in dag.get_task(upstream).downstream_task_ids
         assert dag.get_task("discover").downstream_task_ids == {"plan_shards", "process_shard", "finalize"}
         assert dag.get_task("finalize").trigger_rule == "none_failed"
@@ -240,8 +240,10 @@ def test_second_nightly_writes_only_the_new_and_the_changed_document(first_night
 
 
 @pytest.mark.integration
-def test_backfill_keeps_valid_time_and_records_now(first_nightly: dict[str, Any], dagbag: Any,
-                                                   tmp_path: Path) -> None:
+def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(first_nightly: dict[str, Any], dagbag: Any,
+                                                                 tmp_path: Path) -> None:
+    """Late documents keep their valid time and get a later ``recorded_at``; the shard task crashes once
+    after committing its chunks (``fail_first_attempts=1``), is retried, and the tables end without duplicates."""
     db = tmp_path / "db"
     shutil.copytree(first_nightly["db"], db)
     late = [dict(r, valid_from=r["period_start"], valid_until=r["period_end"]) for r in stock_lines(100, 103)]
@@ -249,44 +251,62 @@ def test_backfill_keeps_valid_time_and_records_now(first_nightly: dict[str, Any]
     write_jsonl(tmp_path / "late" / "a.jsonl", late[:2])
     write_jsonl(tmp_path / "late" / "b.jsonl", late[2:])
     conf = conf_for(tmp_path, [str(tmp_path / "late" / "*.jsonl")], db, valid_from="2002-12-01",
-                    valid_until="2003-01-01", reason="late December 2002 summaries")
+                    valid_until="2003-01-01", reason="late December 2002 summaries", fail_first_attempts=1)
     run = run_dag(dagbag, "backfill", conf)
     assert run.state == "success"
+    assert task_instances(run.run_id, "process_shard") == [("success", 2)]
 
-    rows = tables(db)
-    first_recorded = max(d["recorded_at"] for d in first_nightly["tables"]["documents"])
-    added = {d["doc_id"]: d for d in rows["documents"]} .keys() - {d["doc_id"] for d in first_nightly["tables"]["documents"]}
+    rows, before = tables(db), first_nightly["tables"]
+    first_recorded = max(d["recorded_at"] for d in before["documents"])
+    added = {d["doc_id"] for d in rows["documents"]} - {d["doc_id"] for d in before["documents"]}
     assert added == {late[0]["doc_id"], late[1]["doc_id"]}  # the January 2003 one is outside the window
     for source in late[:2]:
         (doc,) = [d for d in rows["documents"] if d["doc_id"] == source["doc_id"]]
-        assert doc["valid_from"] == datetime(2002, 12, 1, tzinfo=UTC)
-        assert doc["valid_until"] == datetime(2003, 1, 1, tzinfo=UTC)
+        assert (doc["valid_from"], doc["valid_until"]) == (datetime(2002, 12, 1, tzinfo=UTC),
+                                                           datetime(2003, 1, 1, tzinfo=UTC))
         assert doc["recorded_at"] > first_recorded
+    assert len(rows["documents"]) == 32
+    assert len(rows["chunks"]) == len({c["chunk_id"] for c in rows["chunks"]}) == 32
     config = json.loads(dag_run_row(rows, run.run_id)["config_json"])
     assert (config["reason"], config["outside_window"], config["dag_id"]) == (
         "late December 2002 summaries", 1, "backfill")
+    # attempt 1 committed the 2 chunks, then crashed before the documents and its runs row; attempt 2
+    # inserted the documents and skipped the chunks already present
+    (shard_run,) = [r for r in rows["runs"] if r["run_id"] in config["shard_run_ids"]]
+    assert (shard_run["documents_written"], shard_run["chunks_written"]) == (2, 0)
+    new_chunks = [c for c in rows["chunks"] if c["doc_id"] in added]
+    assert len(new_chunks) == 2 and all(c["recorded_at"] > first_recorded for c in new_chunks)
+    assert {c["run_id"] for c in new_chunks}.isdisjoint({r["run_id"] for r in rows["runs"]})
 
 
 @pytest.mark.integration
-def test_shard_failing_once_is_retried_without_duplicates(dagbag: Any, local_ray: Any, tmp_path: Path) -> None:
+def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(first_nightly: dict[str, Any], dagbag: Any,
+                                                                       tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    shutil.copytree(first_nightly["db"], db)
+    run = run_dag(dagbag, "nightly_refresh", conf_for(tmp_path, [str(first_nightly["corpus"])], db))
+    assert run.state == "success"
+    assert task_instances(run.run_id, "process_shard") == [("skipped", 0)]  # expanded over no shard: never ran
+    rows = tables(db)
+    assert len(rows["documents"]) == 30 and len(rows["chunks"]) == 30
+    dag_row = dag_run_row(rows, run.run_id)
+    assert (dag_row["documents_seen"], dag_row["documents_written"], dag_row["chunks_written"]) == (0, 0, 0)
+    assert json.loads(dag_row["config_json"])["unchanged"] == 30
+
+
+@pytest.mark.integration
+def test_terminal_error_fails_fast_without_retries(dagbag: Any, tmp_path: Path) -> None:
+    conf = conf_for(tmp_path, [str(tmp_path / "missing" / "*.jsonl")], tmp_path / "db", reason="typo in the glob")
+    run = run_dag(dagbag, "backfill", conf)
+    assert run.state == "failed"
+    assert task_instances(run.run_id, "discover") == [("failed", 1)]  # retries=3, none spent
+
+
+def task_instances(run_id: str, task_id: str) -> list[tuple[str, int]]:
+    """(state, try_number) of each instance of ``task_id`` in the run, from the Airflow metadata DB."""
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
-    source = stock_lines(40, 44)
-    corpus = write_jsonl(tmp_path / "sources" / "s.jsonl", source)
-    db = tmp_path / "db"
-    run = run_dag(dagbag, "nightly_refresh", conf_for(tmp_path, [str(corpus)], db, fail_first_attempts=1))
-    assert run.state == "success"
     with create_session() as session:
-        (ti,) = session.query(TaskInstance).filter_by(dag_id="nightly_refresh", run_id=run.run_id,
-                                                       task_id="process_shard").all()
-        assert (ti.state, ti.try_number) == ("success", 2)
-
-    rows = tables(db)
-    assert sorted(d["doc_id"] for d in rows["documents"]) == sorted(r["doc_id"] for r in source)
-    assert sorted(c["doc_id"] for c in rows["chunks"]) == sorted(r["doc_id"] for r in source)
-    # attempt 1 committed the chunks, then crashed before documents and its runs row; attempt 2 completed
-    # the shard, inserting the documents and skipping the chunks already present
-    shard_runs = [r for r in rows["runs"] if not r["run_id"].startswith("dag-")]
-    assert [(r["documents_written"], r["chunks_written"]) for r in shard_runs] == [(4, 0)]
-    assert {c["run_id"] for c in rows["chunks"]}.isdisjoint({r["run_id"] for r in rows["runs"]})
+        tis = session.query(TaskInstance).filter_by(run_id=run_id, task_id=task_id).all()
+        return [(str(ti.state), ti.try_number) for ti in tis if ti.state is not None]
