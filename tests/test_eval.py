@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.eval.data import split_of
-from bench.eval.metrics import Item, endpoint_share, in_window_precision, months_of, recall_at_k, temporal_coverage
+from bench.eval.metrics import (
+    Item,
+    endpoint_share,
+    in_window_precision,
+    months_of,
+    recall_at_k,
+    temporal_coverage,
+)
 from retrieval.coverage import coverage_top_k
 from retrieval.search import Hit
 from schemas.records import intervals_to_arrow
@@ -122,10 +129,7 @@ def _retrieval_cases() -> list:
     if not path.is_file():
         return [pytest.param(None, id="cases-file-missing")]
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    known = {"T10": "anchors(): an open interval ending at the index extent's start raises ValueError in "
-                    "Interval.bounded instead of being skipped"}
-    return [pytest.param(c, id=c["id"], marks=[pytest.mark.xfail(reason=known[c["id"]], strict=True)]
-                         if c["id"] in known else []) for c in cases if c["input"]["kind"] == "retrieval"]
+    return [pytest.param(c, id=c["id"]) for c in cases if c["input"]["kind"] == "retrieval"]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from schemas.evidence import SearchResult
 from schemas.records import intervals_from_arrow
 from schemas.time import Granularity, floor_to, to_utc
 
-__all__ = ["CachingEmbedder", "METHODS", "Methods", "run_methods"]
+__all__ = ["METHODS", "CachingEmbedder", "Methods", "run_methods"]
 
 #: name -> what it is, in report order.
 METHODS: dict[str, str] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ __all__ = ["render"]
 
 
 def _f(value: float) -> str:
-    return "–" if value != value else f"{value:.3f}"  # NaN -> dash
+    return "–" if math.isnan(value) else f"{value:.3f}"
 
 
 def _main_table(summary: Any, split: str, ks: Sequence[int]) -> list[str]:
@@ -48,15 +49,15 @@ def render(*, meta: dict[str, Any], summary: Any, by_type: Any, cases: Sequence[
     """
     out = ["# diachron evaluation: temporal retrieval against baselines and ablations", ""]
     out += [f"- {key}: {value}" for key, value in meta.items()]
-    out += ["", "Metrics (means over questions): R@k evidence recall = |gold ∩ top-k| / min(k, |gold|); "
+    out += ["", ("Metrics (means over questions): R@k evidence recall = |gold ∩ top-k| / min(k, |gold|); "
             "P@k in-window precision = share of the top-k chunks with an event interval overlapping the "
             "question window; C@k temporal coverage = share of the window's months with a retrieved gold "
             "document; endpoint share = share of in-window top-k evidence in the window's first or last month "
-            "(windows of 3+ months), uniform share = 2 / months, endpoint bias = their ratio (1 = even).", "",
+            "(windows of 3+ months), uniform share = 2 / months, endpoint bias = their ratio (1 = even)."), "",
             "Methods:", ""]
     out += [f"- `{name}`: {text}" for name, text in METHODS.items() if name in set(summary["method"])]
-    out += ["- without chronological structuring: retrieval is identical by construction (ordering happens "
-            "after top-k), so it differs only in the answer stage.", ""]
+    out += [("- without chronological structuring: retrieval is identical by construction (ordering happens "
+            "after top-k), so it differs only in the answer stage."), ""]
     for split in [s for s in ("test", "dev") if s in set(summary["split"])]:
         out += [f"## Main table, {split} split (k = 5, 10, 20)", "", *_main_table(summary, split, (5, 10, 20)), ""]
     out += ["## All metrics by split, method and k", "", *_long_table(summary, ("split", "method", "k")), ""]

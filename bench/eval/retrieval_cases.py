@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 
 from ingest.embedding import Embedder
 from schemas.intent import Relation, TemporalIntent
-from schemas.records import ChunkRecord, DocumentRecord, arrow_schema, intervals_to_arrow
+from schemas.records import (
+    ChunkRecord,
+    DocumentRecord,
+    arrow_schema,
+    intervals_to_arrow,
+)
 from schemas.time import Granularity, Interval, parse_instant
 
 __all__ = ["run_retrieval_case"]

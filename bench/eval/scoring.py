@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.eval.data import Question
-from bench.eval.metrics import Item, endpoint_share, in_window_precision, recall_at_k, temporal_coverage
+from bench.eval.metrics import (
+    Item,
+    endpoint_share,
+    in_window_precision,
+    recall_at_k,
+    temporal_coverage,
+)
 
 __all__ = ["score", "summary"]
 
