@@ -192,6 +192,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     now = clock or (lambda: datetime.now(UTC))
     emit = progress or (lambda event, info: None)
     t0, started, run_id = time.perf_counter(), now(), uuid.uuid4().hex[:16]
+    _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
     docs, rejected = _load(sources, config)
     emit("loaded", {"documents": len(docs), "rejected": len(rejected)})
 
@@ -236,7 +237,6 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, writer: _Writ
     import ray.data
     from ray.data import ActorPoolStrategy
 
-    _ensure_ray(config.ray_address, config.num_cpus)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     rows = _doc_input_rows(todo)
