@@ -135,7 +135,7 @@ def resolve_settings(params: Mapping[str, Any], lookup: Callable[[str], str | No
         raise ConfigError(f"missing settings {missing}: give them as DAG params or set "
                           f"{[SETTING_SOURCES[m] for m in missing]} (Airflow Variable or environment)")
     settings = Settings(**values)
-    settings.window()
+    settings.window()  # a bad window fails here, before any task runs
     return settings
 
 

@@ -284,7 +284,11 @@ def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(first_nig
                                                                        tmp_path: Path) -> None:
     db = tmp_path / "db"
     shutil.copytree(first_nightly["db"], db)
-    run = run_dag(dagbag, "nightly_refresh", conf_for(tmp_path, [str(first_nightly["corpus"])], db))
+    corpus = tmp_path / "sources" / "stocks.jsonl"
+    write_jsonl(corpus, stock_lines(0, 30))
+    with corpus.open("a", encoding="utf-8") as handle:
+        handle.write('{"doc_id": "broken", "text": \n')  # an unreadable line: quarantined, never dropped
+    run = run_dag(dagbag, "nightly_refresh", conf_for(tmp_path, [str(corpus)], db))
     assert run.state == "success"
     assert task_instances(run.run_id, "process_shard") == [("skipped", 0)]  # expanded over no shard: never ran
     rows = tables(db)
@@ -292,6 +296,8 @@ def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(first_nig
     dag_row = dag_run_row(rows, run.run_id)
     assert (dag_row["documents_seen"], dag_row["documents_written"], dag_row["chunks_written"]) == (0, 0, 0)
     assert json.loads(dag_row["config_json"])["unchanged"] == 30
+    assert dag_row["quarantined"] == 1
+    assert [(q["stage"], q["record_id"]) for q in rows["quarantine"]] == [("source", f"{corpus}:31")]
 
 
 @pytest.mark.integration
