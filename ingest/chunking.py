@@ -26,7 +26,8 @@ class SentenceChunker:
     """Split text into sentence-aligned chunks of at most ``max_tokens`` tokens.
 
     Args:
-        tokenizer: a Hugging Face tokenizer (the embedder's), used to count tokens.
+        tokenizer: the embedder's ``tokenizers.Tokenizer`` (see ``EmbedderSpec.load_tokenizer``), used to
+            count tokens (no truncation, no padding).
         max_tokens: token budget per chunk including the 2 special tokens; default the embedder's limit.
 
     Raises:
@@ -48,12 +49,10 @@ class SentenceChunker:
         return [(s.start_char, s.end_char) for s in self._nlp(text).sents if s.text.strip()]
 
     def _count(self, pieces: list[str]) -> list[int]:
-        encoded = self._tok(pieces, add_special_tokens=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+        return [len(e.ids) for e in self._tok.encode_batch(pieces, add_special_tokens=False)]
 
     def _split_long(self, text: str, start: int) -> list[tuple[int, int, int]]:
-        enc = self._tok(text, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = enc["offset_mapping"]
+        offsets = self._tok.encode(text, add_special_tokens=False).offsets
         out = []
         for i in range(0, len(offsets), self.budget):
             window = offsets[i:i + self.budget]

@@ -32,6 +32,15 @@ class EmbedderSpec:
     dim: int
     max_tokens: int
 
+    def load_tokenizer(self):  # noqa: ANN201 - a tokenizers.Tokenizer
+        """The model's fast tokenizer (``tokenizer.json``) without truncation or padding; no torch import."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(Path(self.path) / "tokenizer.json"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return tokenizer
+
     @property
     def id(self) -> str:
         """The identity recorded in the index: ``name/dim``."""

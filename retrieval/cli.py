@@ -102,8 +102,6 @@ def annotate(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run the two-stage rule annotation on TEXT and print chunks with their event intervals."""
-    from transformers import AutoTokenizer
-
     from ingest.annotation.base import DocumentContext
     from ingest.chunking import SentenceChunker
     from ingest.embedding import resolve_embedder
@@ -112,7 +110,7 @@ def annotate(
 
     body = typer.get_text_stream("stdin").read() if text == "-" else text
     spec = resolve_embedder(None)
-    chunker = SentenceChunker(AutoTokenizer.from_pretrained(spec.path, local_files_only=True), max_tokens=spec.max_tokens)
+    chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=spec.max_tokens)
     annotator = build_annotator(StageConfig(timezone=timezone, fiscal_calendar=fiscal_calendar))
     doc_id = f"cli@{content_sha256(body)[:12]}"
     stage1 = annotator.annotate_document(DocumentContext(doc_id, "", body[:1500], body[-1500:],

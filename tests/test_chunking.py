@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from transformers import AutoTokenizer
-
 from ingest.chunking import SentenceChunker
 from ingest.embedding import resolve_embedder
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return AutoTokenizer.from_pretrained(resolve_embedder().path, local_files_only=True)
+    return resolve_embedder().load_tokenizer()
 
 
 def test_default_budget_is_the_embedders_limit():
@@ -26,7 +24,7 @@ def test_chunks_respect_the_budget_and_sentence_boundaries(tokenizer):
     chunks = chunker.chunk(text)
     assert len(chunks) > 1
     for c in chunks:
-        n = len(tokenizer(c.text, add_special_tokens=False)["input_ids"])
+        n = len(tokenizer.encode(c.text, add_special_tokens=False).ids)
         assert n <= 62 and c.token_count == n
         assert c.text.startswith("Sentence number") and c.text.endswith(".")
     assert " ".join(c.text for c in chunks) == text          # nothing lost, no overlap
