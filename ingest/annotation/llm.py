@@ -177,7 +177,8 @@ def parse_stage1(text: str) -> Stage1Answer:
 def parse_stage2(text: str) -> list[Event]:
     """Parse a stage-2 answer; events whose dates are impossible keep ``interval=None`` and a ``problem``.
 
-    ``end`` is exclusive; ``end=null`` means one whole period of ``granularity`` from ``start``.
+    ``end`` is exclusive; ``end=null`` means one whole period of ``granularity`` from ``start``, and so does
+    ``end == start`` (models often write a one-day event with an inclusive end).
 
     Raises:
         LLMOutputError: not JSON or not :data:`STAGE2_SCHEMA`.
@@ -187,8 +188,8 @@ def parse_stage2(text: str) -> list[Event]:
         grain = Granularity(raw["granularity"])
         try:
             start = parse_instant(raw["start"])
-            interval = (Interval(start, parse_instant(raw["end"]), grain) if raw["end"]
-                        else period(start, grain))
+            end = parse_instant(raw["end"]) if raw["end"] else None
+            interval = Interval(start, end, grain) if end is not None and end != start else period(start, grain)
             problem = None
         except ValueError as exc:
             interval, problem = None, f"invalid interval {raw['start']}..{raw['end']}: {exc}"

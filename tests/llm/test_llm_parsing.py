@@ -55,10 +55,12 @@ def test_package_imports_without_vllm() -> None:
 def test_stage2_parses_periods_and_half_open_ranges() -> None:
     events = parse_stage2(_answer(_event("2015-03-01", None, "month", "merger closed"),
                                   _event("2015-01-01", "2015-07-01", "quarter"),
-                                  _event("2016-02-29", None, "day")))
+                                  _event("2016-02-29", None, "day"),
+                                  _event("2000-03-31", "2000-03-31", "day")))  # inclusive one-day answer
     assert [e.interval for e in events] == [Interval(D(2015, 3, 1), D(2015, 4, 1)),
                                             Interval(D(2015, 1, 1), D(2015, 7, 1)),
-                                            Interval(D(2016, 2, 29), D(2016, 3, 1))]
+                                            Interval(D(2016, 2, 29), D(2016, 3, 1)),
+                                            Interval(D(2000, 3, 31), D(2000, 4, 1))]
     assert events[0].interval.granularity is Granularity.MONTH and events[0].description == "merger closed"
 
 
