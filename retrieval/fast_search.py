@@ -103,8 +103,11 @@ class FastSearcher:
         rows = np.arange(self.num_rows, dtype=np.int64)
         if time_filter.event:
             qs, qe = zip(*(_bounds(q) for q in time_filter.event), strict=True)
-            _, hit = self.index.all_overlaps_both(np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64),
-                                                  np.arange(len(qs), dtype=np.int64))
+            q_starts, q_ends = np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64)
+            query, hit = self.index.all_overlaps_both(q_starts, q_ends, np.arange(len(qs), dtype=np.int64))
+            # NCLS also reports intervals that merely touch a query bound; keep exact half-open overlaps
+            exact = (self.starts[hit] < q_ends[query]) & (self.ends[hit] > q_starts[query])
+            hit = hit[exact]
             mask = np.zeros(self.num_rows, dtype=bool)
             mask[self.interval_row[hit]] = True
             rows = np.flatnonzero(mask)
