@@ -240,8 +240,9 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, writer: _Writ
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     rows = _doc_input_rows(todo)
-    blocks = [pa.Table.from_pylist(rows[i:i + config.batch_size]) for i in range(0, len(rows), config.batch_size)]
-    ds = ray.data.from_arrow(blocks)
+    # from_items builds the blocks in the driver: ``from_arrow`` runs a metadata task whose worker aborted
+    # here ("Mutex corrupt", abseil) under load; Ray retried it, but a new user should not see that.
+    ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // config.batch_size)))
     ds = ds.map_batches(AnnotateStage, fn_constructor_args=(config.stages,), batch_format="pyarrow",
                         batch_size=config.batch_size, compute=ActorPoolStrategy(size=1), num_cpus=0.5)
     ds = ds.map_batches(EmbedStage, fn_constructor_args=(config.stages,), batch_format="pyarrow",
