@@ -33,8 +33,9 @@ __all__ = ["FastSearcher", "to_micros"]
 
 log = logging.getLogger(__name__)
 
-OPEN_PAST = -(2**62)
-OPEN_FUTURE = 2**62
+OPEN_PAST = -(2**61)
+OPEN_FUTURE = 2**61
+NCLS_SHIFT = 2**61  # NCLS needs non-negative coordinates; instants before 1970 are negative microseconds
 PIECE_ROWS = 1024
 
 
@@ -87,7 +88,7 @@ class FastSearcher:
         self.interval_row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.starts, self.ends = starts, ends
-        self.index = NCLS64(starts, ends, np.arange(len(starts), dtype=np.int64))
+        self.index = NCLS64(starts + NCLS_SHIFT, ends + NCLS_SHIFT, np.arange(len(starts), dtype=np.int64))
         self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
         self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
         self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
@@ -104,7 +105,8 @@ class FastSearcher:
         if time_filter.event:
             qs, qe = zip(*(_bounds(q) for q in time_filter.event), strict=True)
             q_starts, q_ends = np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64)
-            query, hit = self.index.all_overlaps_both(q_starts, q_ends, np.arange(len(qs), dtype=np.int64))
+            query, hit = self.index.all_overlaps_both(q_starts + NCLS_SHIFT, q_ends + NCLS_SHIFT,
+                                                      np.arange(len(qs), dtype=np.int64))
             # NCLS also reports intervals that merely touch a query bound; keep exact half-open overlaps
             exact = (self.starts[hit] < q_ends[query]) & (self.ends[hit] > q_starts[query])
             hit = hit[exact]
