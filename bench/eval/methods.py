@@ -61,7 +61,7 @@ def _month(value: datetime | None) -> datetime | None:
 
 
 def _items_from_result(result: SearchResult) -> list[Item]:
-    ranked = sorted(result.evidence, key=lambda e: -e.score)  # rank order, not the chronological context
+    ranked = sorted(result.evidence, key=lambda e: e.rank)  # the search's ranking, not the chronological context
     return [Item(e.doc_id, e.intervals, _month(e.published_at)) for e in ranked]
 
 
