@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from conftest import shared_path
+
 from ingest.errors import ConfigError
 from ingest.orchestration import Settings, resolve_settings, source_record
 from ingest.sources import load_source
@@ -28,9 +30,7 @@ from schemas.ids import content_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
-STOCKS = ROOT.parent / "shared" / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl"
-if not STOCKS.is_file():
-    STOCKS = Path("/work/shared/data/stocks_quandl_wiki/monthly_summaries.jsonl")
+STOCKS = shared_path() / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl"
 TASKS = ["discover", "plan_shards", "process_shard", "finalize"]
 
 

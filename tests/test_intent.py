@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
+from conftest import shared_path
+
 from ingest.annotation.tagger import FiscalCalendar
 from retrieval.intent import IntentConfig, parse_intent
 from schemas.intent import Relation
 from schemas.time import Granularity, parse_instant
 
 NOW = datetime(2026, 4, 17, 10, 0, tzinfo=UTC)
-QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "stocks_quandl_wiki" / "questions.jsonl"
+QUESTIONS = shared_path() / "data" / "stocks_quandl_wiki" / "questions.jsonl"
 
 
 def _t(value: str | None) -> datetime | None:

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_path
+
 from ingest.annotation.tagger import FiscalCalendar, TaggerConfig, extract_mentions
 from schemas.time import parse_instant
 
 REF = "2026-04-17T10:00:00Z"  # a Friday
-STOCKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "stocks_quandl_wiki"
+STOCKS = shared_path() / "data" / "stocks_quandl_wiki"
 US_FEDERAL_1920S = FiscalCalendar(7, "end")  # 1 July to 30 June, named after the year it ends
 
 
