@@ -30,6 +30,8 @@ __all__ = ["METHODS", "CachingEmbedder", "Methods", "run_methods"]
 METHODS: dict[str, str] = {
     "ta-rag": "TA-RAG full: intent -> time prefilter -> e_hypo (adaptive anchors)",
     "ta-rag-monthly": "TA-RAG with always-monthly anchors (the paper's reference code)",
+    "ta-rag-sim": "TA-RAG ranked by e_hypo similarity alone (temporal_weight=0, the paper's ranking)",
+    "ta-rag-sim-no-ehypo": "similarity ranking without e_hypo (temporal_weight=0, core query, time prefilter)",
     "coverage": "TA-RAG + coverage-aware top-k (round-robin over the window's periods)",
     "no-ehypo": "TA-RAG without e_hypo (core query embedding, time prefilter kept)",
     "no-time-filter": "TA-RAG without the time filter (e_hypo kept)",
@@ -77,6 +79,7 @@ class Methods:
         self.embedder = embedder or CachingEmbedder()
         self.client = Client(uri, embedder=self.embedder)
         self.monthly = Client(uri, embedder=self.embedder, anchor_policy="monthly")
+        self.similarity = Client(uri, embedder=self.embedder, temporal_weight=0.0)
         self.bm25 = BM25Searcher(self.client.chunks)
         self.now = now
 
@@ -86,6 +89,9 @@ class Methods:
         table: dict[str, Callable[[str, int], Any]] = {
             "ta-rag": lambda q, k: _items_from_result(c.search(q, k=k, now=now)),
             "ta-rag-monthly": lambda q, k: _items_from_result(self.monthly.search(q, k=k, now=now)),
+            "ta-rag-sim": lambda q, k: _items_from_result(self.similarity.search(q, k=k, now=now)),
+            "ta-rag-sim-no-ehypo": lambda q, k: _items_from_result(
+                self.similarity.search(q, k=k, now=now, use_ehypo=False)),
             "coverage": lambda q, k: _items_from_result(c.search(q, k=k, now=now, diversify="coverage")),
             "no-ehypo": lambda q, k: _items_from_result(c.search(q, k=k, now=now, use_ehypo=False)),
             "no-time-filter": lambda q, k: _items_from_result(c.search(q, k=k, now=now, use_time_filter=False)),
