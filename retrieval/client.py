@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -61,6 +62,8 @@ class Client:
         import lancedb
 
         self.uri = str(uri)
+        if "://" not in self.uri and not Path(self.uri).is_dir():  # don't let connect() create an empty dir
+            raise StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
         self.db = lancedb.connect(self.uri)
         names = self.db.list_tables()
         names = set(getattr(names, "tables", names))

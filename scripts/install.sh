@@ -8,6 +8,19 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
-python -c "import torch" 2>/dev/null || python -m pip install -q "torch==${DIACHRON_TORCH_VERSION:-2.13.0}"
-python -m pip install -q -e ".[test,airflow,eval]"
+# pip configurations with unreachable extra index folders warn once per package: hide only those lines
+quiet() {
+  local log status=0
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 || status=$?
+  grep -v "WARNING: Location 'file:" "$log" || true
+  rm -f "$log"
+  return "$status"
+}
+echo "== diachron: installing into .venv (first time: a few minutes)"
+quiet python -m pip install -q --upgrade pip
+python -c "import torch" 2>/dev/null || { echo "== torch ${DIACHRON_TORCH_VERSION:-2.13.0} (CPU) first"; \
+  quiet python -m pip install -q "torch==${DIACHRON_TORCH_VERSION:-2.13.0}"; }
+echo "== diachron with its test, airflow and eval extras"
+PIP_NO_WARN_SCRIPT_LOCATION=1 quiet python -m pip install -q -e ".[test,airflow,eval]"
+echo "== installed"
