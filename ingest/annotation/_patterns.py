@@ -11,6 +11,7 @@ import re
 __all__ = [
     "CLOCK_RANGE",
     "DAY_RANGE",
+    "DAY_RANGE_SHARED_YEAR",
     "DECADE",
     "DURATION_ENDED",
     "FISCAL_RELATIVE",
@@ -72,6 +73,13 @@ WORD_DATE_MDY = _c(rf"\b(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d),?\s*(?P<year>{
 WORD_DATE_DMY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})(?:\s+day)?\s+(?:of\s+)?(?P<month>{MONTH}),?\s+(?P<year>{YEAR4})\b")
 DAY_RANGE = _c(rf"\b(?:from\s+)?(?P<month>{MONTH})\s+(?P<d1>{DAY})\s*(?:-|–|to|through)\s*(?P<d2>{DAY})(?!\d),?\s*"
                rf"(?P<year>{YEAR4})\b")
+# A day range whose first end omits the year (and maybe the month): "from 3 June to 7 June 2024",
+# "between June 3 and June 7, 2024", "between 3 and 7 June 2024"; both ends share the year.
+_TO = r"(?:-|–|to|through|until|till|and)"
+DAY_RANGE_SHARED_YEAR = _c(
+    rf"\b(?:from\s+|between\s+)?(?:(?P<d1>{DAY})(?:\s+(?:of\s+)?(?P<m1>{MONTH}))?\s*{_TO}\s*(?P<d2>{DAY})\s+(?:of\s+)?"
+    rf"(?P<m2>{MONTH})|(?P<m1b>{MONTH})\s+(?P<d1b>{DAY}),?\s*{_TO}\s*(?P<m2b>{MONTH})\s+(?P<d2b>{DAY})(?!\d)),?\s+"
+    rf"(?P<year>{YEAR4})\b")
 ISO_DATE = _c(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?\b")
 NUMERIC_DATE = _c(r"(?<![\d.,/$])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<year>\d{4}|\d{2})"
                   r"(?![\d/-]|\.\d)")

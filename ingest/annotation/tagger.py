@@ -224,6 +224,19 @@ def _day_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     return ctx.day(year, month, first).hull(ctx.day(year, month, last)) if first < last else None
 
 
+def _day_range_shared_year(m: re.Match[str], ctx: _Ctx) -> Interval | None:
+    """ "from 3 June to 7 June 2024" / "between June 3 and June 7, 2024": one year for both ends, B included."""
+    year = int(m["year"])
+    if m["m2"] is not None:
+        last_month, first_month = P.month_number(m["m2"]), P.month_number(m["m1"] or m["m2"])
+        first_day, last_day = P.ordinal_value(m["d1"]), P.ordinal_value(m["d2"])
+    else:
+        first_month, last_month = P.month_number(m["m1b"]), P.month_number(m["m2b"])
+        first_day, last_day = P.ordinal_value(m["d1b"]), P.ordinal_value(m["d2b"])
+    first, last = ctx.day(year, first_month, first_day), ctx.day(year, last_month, last_day)
+    return first.hull(last) if first.start < last.start else None  # type: ignore[operator]
+
+
 def _year(m: re.Match[str], ctx: _Ctx) -> Interval:
     return ctx.months(int(m["year"]), 1, 12, G.YEAR)
 
@@ -438,6 +451,7 @@ _ATOM_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
 _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.DURATION_ENDED, _duration_ended, False), (P.CLOCK_RANGE, _clock_range, True), (P.RANGE, _range, True),
     (P.MONTH_RANGE_YEAR, _month_range_year, True), (P.DAY_RANGE, _day_range, True),
+    (P.DAY_RANGE_SHARED_YEAR, _day_range_shared_year, True),
     (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES,
     (P.FISCAL_RELATIVE, _fiscal_relative, False), (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
     (P.RELATIVE_AGO, _relative_ago, False), (P.RELATIVE_PERIOD, _relative_period, False),
