@@ -19,7 +19,7 @@ from ingest.annotation.base import DocumentAnnotation, DocumentContext
 from schemas.ids import chunk_id as make_chunk_id
 from schemas.ids import short_hash
 from schemas.records import INTERVAL_TYPE, intervals_to_arrow
-from schemas.time import Granularity, Interval, format_instant, period
+from schemas.time import Granularity, Interval, add_months, format_instant, period
 
 __all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA"]
 
@@ -235,7 +235,7 @@ class ValidateStage:
 
 
 def _years_after(instant: datetime | None, years: int) -> datetime | None:
-    return None if instant is None else instant.replace(year=min(instant.year + years, 9999), day=min(instant.day, 28))
+    return None if instant is None else add_months(instant, 12 * min(years, 9998 - instant.year))
 
 
 def _json_interval(iv: dict[str, Any]) -> dict[str, Any]:

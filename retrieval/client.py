@@ -62,13 +62,14 @@ class Client:
         import lancedb
 
         self.uri = str(uri)
+        missing = StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
         if "://" not in self.uri and not Path(self.uri).is_dir():  # don't let connect() create an empty dir
-            raise StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
+            raise missing
         self.db = lancedb.connect(self.uri)
         names = self.db.list_tables()
         names = set(getattr(names, "tables", names))
         if "chunks" not in names:
-            raise StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
+            raise missing
         self.chunks = self.db.open_table("chunks")
         self.documents = self.db.open_table("documents") if "documents" in names else None
         self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder)

@@ -28,7 +28,6 @@ __all__ = [
     "arrow_schema",
     "intervals_from_arrow",
     "intervals_to_arrow",
-    "to_arrow_table",
 ]
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -174,7 +173,3 @@ def intervals_from_arrow(rows: list[dict[str, Any]] | None) -> list[Interval]:
     """Inverse of :func:`intervals_to_arrow` (the surface text is dropped)."""
     return [Interval(r["start"], r["end"], r["granularity"]) for r in rows or []]
 
-
-def to_arrow_table(rows: list[dict[str, Any]], record: type, *, dim: int | None = None) -> pa.Table:
-    """Build a table of ``record`` rows (dicts with the record's fields) with the derived schema."""
-    return pa.Table.from_pylist(rows, schema=arrow_schema(record, dim=dim))

@@ -94,7 +94,8 @@ def dagbag(tmp_path_factory: pytest.TempPathFactory) -> Any:
         for key, value in env.items():
             mp.setenv(key, value)
         if "airflow.settings" in sys.modules:
-            pytest.skip("airflow was configured before this module could point it at a temporary AIRFLOW_HOME")
+            pytest.fail("airflow was imported before this module could point it at a temporary AIRFLOW_HOME: "
+                        "import airflow only inside the DAG tests")
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True,
                        env=os.environ.copy(), timeout=300)
         from airflow.dag_processing.dagbag import BundleDagBag

@@ -22,7 +22,7 @@ from ingest.embedding import Embedder
 from retrieval.intent import IntentConfig, parse_intent
 from schemas.time import format_instant, parse_instant
 
-__all__ = ["CaseResult", "run_cases"]
+__all__ = ["CaseResult", "expected_intervals", "observed_intervals", "run_cases"]
 
 Pair = tuple[datetime | None, datetime | None]
 
@@ -48,7 +48,7 @@ def _show(pairs: set[Pair]) -> str:
         pairs, key=lambda p: (p[0] is not None, p[0] or datetime.min, p[1] is None, p[1] or datetime.min)))
 
 
-def _expected(case: dict[str, Any]) -> set[Pair]:
+def expected_intervals(case: dict[str, Any]) -> set[Pair]:
     exp = case["expected"]
     items = exp["intervals"] if exp["kind"] == "intervals" else [exp]
     return {(_instant(i["start"]), _instant(i["end"])) for i in items}
@@ -63,7 +63,7 @@ def _document_reference(data: dict[str, Any]) -> datetime | None:
     return None
 
 
-def _observed(case: dict[str, Any]) -> set[Pair]:
+def observed_intervals(case: dict[str, Any]) -> set[Pair]:
     data = case["input"]
     if data["kind"] == "question":
         config = IntentConfig(timezone=data.get("data_timezone") or "UTC")
@@ -91,9 +91,9 @@ def _run(case: dict[str, Any], embedder: Embedder | None, workdir: Path | None) 
         except Exception as exc:  # noqa: BLE001 - a crash is a failed case, reported with its message
             return CaseResult(*head, "fail", f"error: {exc}", want)
         return CaseResult(*head, "pass" if passed else "fail", observed, want)
-    want = _expected(case)
+    want = expected_intervals(case)
     try:
-        got = _observed(case)
+        got = observed_intervals(case)
     except Exception as exc:  # noqa: BLE001 - a crash is a failed case, reported with its message
         return CaseResult(*head, "fail", f"error: {exc}", _show(want))
     if case["expected"]["kind"] == "interval" and kind == "document_text":
