@@ -1,4 +1,4 @@
-"""The four tasks shared by ``nightly_refresh`` and ``backfill``; each body is one call into ``ingest.orchestration``.
+"""The four tasks shared by ``nightly_refresh`` and ``backfill``; each body is one call into ``diachron.ingest.orchestration``.
 
 Kept out of DAG parsing by ``.airflowignore``; imported by the DAG files (the DAGs folder is on ``sys.path``).
 Nothing heavy is imported here: ``ingest`` is imported inside the task bodies.
@@ -14,7 +14,7 @@ from airflow.sdk import task
 @task
 def discover(params: Any = None, dag_run: Any = None, data_interval_start: Any = None,
              data_interval_end: Any = None) -> dict[str, Any]:
-    from ingest import orchestration as o
+    from diachron.ingest import orchestration as o
 
     with o.fail_fast():
         return o.discover(o.resolve_settings(params, o.edge_lookup), run_key=dag_run.run_id,
@@ -23,7 +23,7 @@ def discover(params: Any = None, dag_run: Any = None, data_interval_start: Any =
 
 @task
 def plan_shards(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    from ingest import orchestration as o
+    from diachron.ingest import orchestration as o
 
     with o.fail_fast():
         return o.plan_shards(manifest)
@@ -31,7 +31,7 @@ def plan_shards(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 
 @task(max_active_tis_per_dagrun=4)
 def process_shard(shard: dict[str, Any], manifest: dict[str, Any], ti: Any = None) -> dict[str, Any]:
-    from ingest import orchestration as o
+    from diachron.ingest import orchestration as o
 
     with o.fail_fast():
         return o.process_shard(shard, manifest, attempt=ti.try_number)
@@ -39,7 +39,7 @@ def process_shard(shard: dict[str, Any], manifest: dict[str, Any], ti: Any = Non
 
 @task(trigger_rule="none_failed")
 def finalize(manifest: dict[str, Any], results: Any, dag: Any = None, dag_run: Any = None) -> dict[str, Any]:
-    from ingest import orchestration as o
+    from diachron.ingest import orchestration as o
 
     with o.fail_fast():
         return o.finalize(manifest, [results[i] for i in range(len(results or []))], dag_id=dag.dag_id, started_at=dag_run.start_date)

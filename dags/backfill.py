@@ -1,7 +1,7 @@
 """Backfill: ingest late documents from given sources or globs, optionally only a valid-time window.
 
 Late documents keep their valid time; ``recorded_at`` is the time of this write. A changed document
-becomes a new version superseding the stored one (``ingest.versioning``); nothing is overwritten.
+becomes a new version superseding the stored one (``diachron.ingest.versioning``); nothing is overwritten.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Sources and store come from the params below, else Airflow Variables / environment variables
 ``DIACHRON_SOURCES``, ``DIACHRON_DB_URI``, ``DIACHRON_STAGING_DIR``, ``RAY_ADDRESS`` … (see
-``ingest.orchestration.SETTING_SOURCES``). Change detection is by content hash against ``documents``.
+``diachron.ingest.orchestration.SETTING_SOURCES``). Change detection is by content hash against ``documents``.
 """
 
 from __future__ import annotations

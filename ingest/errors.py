@@ -1,11 +1,13 @@
 """Errors of the ingest package, tagged transient (retry) or terminal (fail fast, fix the input).
 
+Under :mod:`diachron.schemas.errors` (``DiachronError`` → ``TransientError`` / ``TerminalError``; its
+``ConfigError``, a ``TerminalError``, is re-exported here):
+
     IngestError
     ├── TransientIngestError      — retrying the same work can succeed
     │   ├── StoreConflictError    — a LanceDB commit conflict or I/O hiccup
     │   └── WorkerLostError       — a Ray worker or node went away
     └── TerminalIngestError       — retrying cannot help
-        ├── ConfigError           — bad configuration (unknown annotator, bad fiscal calendar, …)
         └── EmbedderMismatchError — the index was built by another embedder
 
 Every error pickles cleanly (Ray moves them between processes) and says how to fix the problem.
@@ -13,21 +15,21 @@ Every error pickles cleanly (Ray moves them between processes) and says how to f
 
 from __future__ import annotations
 
+from diachron.schemas.errors import ConfigError, DiachronError, TerminalError, TransientError
+
 __all__ = ["ConfigError", "EmbedderMismatchError", "IngestError", "StoreConflictError", "TerminalIngestError",
            "TransientIngestError", "WorkerLostError"]
 
 
-class IngestError(Exception):
+class IngestError(DiachronError):
     """Base of all ingest errors; ``transient`` says whether a retry can help."""
 
-    transient: bool = False
 
-
-class TransientIngestError(IngestError):
+class TransientIngestError(IngestError, TransientError):
     transient = True
 
 
-class TerminalIngestError(IngestError):
+class TerminalIngestError(IngestError, TerminalError):
     transient = False
 
 
@@ -37,10 +39,6 @@ class StoreConflictError(TransientIngestError):
 
 class WorkerLostError(TransientIngestError):
     """A Ray worker died while processing a shard. Retry the task."""
-
-
-class ConfigError(TerminalIngestError):
-    """Invalid configuration; the message names the setting and the accepted values."""
 
 
 class EmbedderMismatchError(TerminalIngestError):

@@ -8,13 +8,13 @@ else; tests and scripts call them the same way. Everything returned is small and
    the ``documents`` table (new documents and changed versions; file mtimes are never used), optionally
    only those whose valid time overlaps a window ``[start, end)``, and stages them as one JSONL file.
 2. :func:`plan_shards` splits the staged file into shard files, keeping each version series together.
-3. :func:`process_shard` runs :func:`ingest.pipeline.run_ingest` on one shard file: one Ray job against
+3. :func:`process_shard` runs :func:`diachron.ingest.pipeline.run_ingest` on one shard file: one Ray job against
    ``RAY_ADDRESS`` (a local Ray when unset). Writes are insert-only with content-derived ids, so a retried
    shard finishes what a failed attempt started and never duplicates a row.
 4. :func:`finalize` compacts the tables, rebuilds their indexes and writes one ``runs`` row for the whole
    orchestrated run (``run_id`` = ``dag-<hash>``), next to the per-shard rows written by ``run_ingest``.
 
-Errors keep the ingest taxonomy (``ingest.errors``): transient ones propagate so Airflow retries the task;
+Errors keep the ingest taxonomy (``diachron.ingest.errors``): transient ones propagate so Airflow retries the task;
 :func:`fail_fast` turns terminal ones into ``AirflowFailException`` (no retry).
 """
 
@@ -33,10 +33,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.errors import ConfigError, TerminalIngestError, TransientIngestError
-from ingest.sources import Rejected, SourceDocument, SourceError, load_source
-from schemas.ids import content_sha256, short_hash
-from schemas.time import Interval, format_instant, parse_instant
+from diachron.ingest.errors import ConfigError, TransientIngestError
+from diachron.schemas.errors import TerminalError
+from diachron.ingest.sources import Rejected, SourceDocument, SourceError, load_source
+from diachron.schemas.ids import content_sha256, short_hash
+from diachron.schemas.time import Interval, format_instant, parse_instant
 
 __all__ = ["InjectedShardFault", "Settings", "discover", "edge_lookup", "expand_sources", "fail_fast", "finalize",
            "plan_shards", "process_shard", "resolve_settings", "source_record"]
@@ -159,12 +160,12 @@ def _coerce(name: str, value: Any) -> Any:
 def fail_fast() -> Iterator[None]:
     """Inside an Airflow task: re-raise terminal errors as ``AirflowFailException`` so no retry is spent.
 
-    Terminal = :class:`ingest.errors.TerminalIngestError` or :class:`ingest.sources.SourceError`; every other
+    Terminal = :class:`diachron.schemas.errors.TerminalError` or :class:`diachron.ingest.sources.SourceError`; every other
     exception (transient ones included) propagates unchanged and Airflow retries the task.
     """
     try:
         yield
-    except (TerminalIngestError, SourceError) as exc:
+    except (TerminalError, SourceError) as exc:
         from airflow.sdk.exceptions import AirflowFailException
 
         raise AirflowFailException(f"terminal {type(exc).__name__}: {exc}") from exc
@@ -212,9 +213,9 @@ def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime 
         SourceError: a source is missing or matches nothing (terminal).
         ConfigError: a bad valid-time window (terminal).
     """
-    from ingest.embedding import resolve_embedder
-    from ingest.store import Store
-    from ingest.versioning import StoredVersion, plan_versions
+    from diachron.ingest.embedding import resolve_embedder
+    from diachron.ingest.store import Store
+    from diachron.ingest.versioning import StoredVersion, plan_versions
 
     window = settings.window()
     docs, rejected, outside = [], [], 0
@@ -267,7 +268,7 @@ def _staging(settings: Settings, run_key: str) -> Path:
 
 
 def _instant_text(value: datetime | None, zone: str | None) -> str | None:
-    """An instant written so that :mod:`ingest.sources` reads back the same instant and the same zone."""
+    """An instant written so that :mod:`diachron.ingest.sources` reads back the same instant and the same zone."""
     if value is None:
         return None
     if zone and zone[0] in "+-" and len(zone) == 6:
@@ -278,7 +279,7 @@ def _instant_text(value: datetime | None, zone: str | None) -> str | None:
 
 
 def source_record(doc: SourceDocument) -> dict[str, Any]:
-    """The JSONL record that :func:`ingest.sources.load_source` reads back as ``doc`` (round trip)."""
+    """The JSONL record that :func:`diachron.ingest.sources.load_source` reads back as ``doc`` (round trip)."""
     zone = doc.source_timezone
     known = {"doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "source_uri": doc.source_uri,
              "series_id": doc.series_id, "version": doc.version, "supersedes": doc.supersedes,
@@ -300,8 +301,8 @@ def _write_jsonl(path: Path, docs: Iterator[SourceDocument] | list[SourceDocumen
 
 
 def _quarantine_rejected(store: Any, rejected: list[Rejected]) -> None:
-    from ingest.stages import quarantine_id
-    from schemas.records import QuarantineRecord, arrow_schema
+    from diachron.ingest.stages import quarantine_id
+    from diachron.schemas.records import QuarantineRecord, arrow_schema
 
     rows = [{"quarantine_id": quarantine_id("discover", "source", r.record_id, r.reason), "run_id": "discover",
              "stage": "source", "record_id": r.record_id, "reason": r.reason,
@@ -344,7 +345,7 @@ def plan_shards(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def process_shard(shard: Mapping[str, Any], manifest: Mapping[str, Any], *, attempt: int = 1) -> dict[str, Any]:
-    """Ingest one shard file with :func:`ingest.pipeline.run_ingest` (one Ray job; tables not optimised here).
+    """Ingest one shard file with :func:`diachron.ingest.pipeline.run_ingest` (one Ray job; tables not optimised here).
 
     Args:
         shard: one item of :func:`plan_shards`.
@@ -360,8 +361,8 @@ def process_shard(shard: Mapping[str, Any], manifest: Mapping[str, Any], *, atte
         WorkerLostError, StoreConflictError: transient, retry the task.
         EmbedderMismatchError, ConfigError, SourceError: terminal.
     """
-    from ingest.pipeline import IngestConfig, run_ingest
-    from ingest.stages import StageConfig
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.stages import StageConfig
 
     settings = Settings(**manifest["settings"])
     config = IngestConfig(db_uri=settings.db_uri, stages=StageConfig(embedder=settings.embedder), sotu_years=None,
@@ -398,9 +399,9 @@ def finalize(manifest: Mapping[str, Any], shard_results: list[Mapping[str, Any]]
     Raises:
         StoreConflictError: a commit failed (transient).
     """
-    from ingest.embedding import resolve_embedder
-    from ingest.store import Store
-    from schemas.records import RunRecord, arrow_schema
+    from diachron.ingest.embedding import resolve_embedder
+    from diachron.ingest.store import Store
+    from diachron.schemas.records import RunRecord, arrow_schema
 
     settings = Settings(**manifest["settings"])
     spec = resolve_embedder(settings.embedder)

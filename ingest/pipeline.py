@@ -19,13 +19,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.errors import EmbedderMismatchError, WorkerLostError
-from ingest.sources import SOTU_DEFAULT_YEARS, Rejected, SourceDocument, load_source
-from ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, quarantine_id
-from ingest.store import Store
-from ingest.validation import ValidationConfig
-from ingest.versioning import PlannedDocument, StoredVersion, plan_versions
-from schemas.records import ChunkRecord, DocumentRecord, QuarantineRecord, RunRecord, arrow_schema
+from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
+from diachron.ingest.sources import SOTU_DEFAULT_YEARS, Rejected, SourceDocument, load_source
+from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, quarantine_id
+from diachron.ingest.store import Store
+from diachron.ingest.validation import ValidationConfig
+from diachron.ingest.versioning import PlannedDocument, StoredVersion, plan_versions
+from diachron.schemas.records import ChunkRecord, DocumentRecord, QuarantineRecord, RunRecord, arrow_schema
 
 __all__ = ["IngestConfig", "RunSummary", "run_ingest"]
 
@@ -175,7 +175,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     """Ingest ``sources`` into the store at ``config.db_uri``.
 
     Args:
-        sources: source specs (see :func:`ingest.sources.load_source`).
+        sources: source specs (see :func:`diachron.ingest.sources.load_source`).
         config: run configuration.
         progress: optional callback ``(event, info)`` for phases (``loaded``, ``planned``, ``batch``, ``done``).
         clock: transaction-time clock (default: current UTC time); injectable for tests.
@@ -196,7 +196,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     docs, rejected = _load(sources, config)
     emit("loaded", {"documents": len(docs), "rejected": len(rejected)})
 
-    from ingest.embedding import resolve_embedder
+    from diachron.ingest.embedding import resolve_embedder
 
     spec = resolve_embedder(config.stages.embedder)
     store = Store(config.db_uri, dim=spec.dim)

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from schemas.time import parse_instant
+from diachron.schemas.time import parse_instant
 
 __all__ = ["Rejected", "SourceDocument", "SourceError", "load_source", "SOTU_DEFAULT_YEARS"]
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.annotation.base import DocumentAnnotation, DocumentContext
-from schemas.ids import chunk_id as make_chunk_id
-from schemas.ids import short_hash
-from schemas.records import INTERVAL_TYPE, intervals_to_arrow
-from schemas.time import Granularity, Interval, add_months, format_instant, period
+from diachron.ingest.annotation.base import DocumentAnnotation, DocumentContext
+from diachron.schemas.ids import chunk_id as make_chunk_id
+from diachron.schemas.ids import short_hash
+from diachron.schemas.records import INTERVAL_TYPE, intervals_to_arrow
+from diachron.schemas.time import Granularity, Interval, add_months, format_instant, period
 
 __all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA"]
 
@@ -41,7 +41,7 @@ class StageConfig:
     """Configuration shared by the stages (picklable; sent to every Ray actor).
 
     Attributes:
-        embedder: model name or path (see :func:`ingest.embedding.resolve_embedder`).
+        embedder: model name or path (see :func:`diachron.ingest.embedding.resolve_embedder`).
         max_tokens: chunk size in tokens; ``None`` = the embedder's maximum input length.
         annotator: ``rules`` or ``vllm``.
         annotator_options: backend options (e.g. ``{"model": PATH}`` for vllm).
@@ -69,9 +69,9 @@ def build_annotator(config: StageConfig) -> Any:
     Raises:
         ConfigError: unknown backend name or bad fiscal calendar.
     """
-    from ingest.annotation.rules import RuleAnnotator
-    from ingest.annotation.tagger import FiscalCalendar, TaggerConfig
-    from ingest.errors import ConfigError
+    from diachron.ingest.annotation.rules import RuleAnnotator
+    from diachron.temporal.tagger import FiscalCalendar, TaggerConfig
+    from diachron.ingest.errors import ConfigError
 
     try:
         fiscal = FiscalCalendar.parse(config.fiscal_calendar) if config.fiscal_calendar else FiscalCalendar()
@@ -81,7 +81,7 @@ def build_annotator(config: StageConfig) -> Any:
     if config.annotator == "rules":
         return RuleAnnotator(tagger=tagger)
     if config.annotator == "vllm":
-        from ingest.annotation.llm import build_llm_annotator
+        from diachron.ingest.annotation.llm import build_llm_annotator
 
         return build_llm_annotator(config.annotator_options, fallback=RuleAnnotator(tagger=tagger))
     raise ConfigError(f"unknown annotator {config.annotator!r}: use 'rules' or 'vllm'")
@@ -118,8 +118,8 @@ class AnnotateStage:
     REQUIRES = ("doc_id", "series_id", "title", "text", "published_at", "valid_from", "valid_until")
 
     def __init__(self, config: StageConfig) -> None:
-        from ingest.chunking import SentenceChunker
-        from ingest.embedding import resolve_embedder
+        from diachron.ingest.chunking import SentenceChunker
+        from diachron.ingest.embedding import resolve_embedder
 
         spec = resolve_embedder(config.embedder)
         self.chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=config.max_tokens or spec.max_tokens)
@@ -177,7 +177,7 @@ class EmbedStage:
 
         import torch
 
-        from ingest.embedding import Embedder
+        from diachron.ingest.embedding import Embedder
 
         torch.set_num_threads(config.embed_threads or os.cpu_count() or 1)
         self.embedder = Embedder(config.embedder, batch_size=config.embed_batch_size)
@@ -200,7 +200,7 @@ class ValidateStage:
     REQUIRES = ("chunk_id", "doc_id", "text", "time_source", "intervals", "published_at", "_quarantine")
 
     def __init__(self, config: Any = None) -> None:
-        from ingest.validation import Validator
+        from diachron.ingest.validation import Validator
 
         self.validator = Validator(config)
         self.validator.warm_up()  # import GX while the other stages load their models

@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import StoreConflictError
-from schemas.records import TABLES, arrow_schema
+from diachron.ingest.errors import StoreConflictError
+from diachron.schemas.records import TABLES, arrow_schema
 
 __all__ = ["Store"]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from ingest.sources import SourceDocument
-from schemas.ids import content_sha256, doc_version_id
-from schemas.lineage import DERIVED_UNTIL_KEY
+from diachron.ingest.sources import SourceDocument
+from diachron.schemas.ids import content_sha256, doc_version_id
+from diachron.schemas.lineage import DERIVED_UNTIL_KEY
 
 __all__ = ["PlannedDocument", "StoredVersion", "VersionPlan", "plan_versions"]
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from schemas.time import Granularity, Interval, add_months, floor_to
+from diachron.schemas.time import Granularity, Interval, add_months, floor_to
 
 __all__ = ["Anchor", "anchor_granularity", "anchors", "hypothetical_embedding", "phrase"]
 

@@ -13,9 +13,9 @@ import json
 import urllib.request
 from dataclasses import dataclass
 
-from schemas.evidence import Evidence, SearchResult
-from schemas.lineage import Clarification, ConflictSignal, GapSignal
-from schemas.time import format_instant
+from diachron.schemas.evidence import Evidence, SearchResult
+from diachron.schemas.lineage import Clarification, ConflictSignal, GapSignal
+from diachron.schemas.time import format_instant
 
 __all__ = ["LLMConfig", "answer", "summarize"]
 

@@ -2,7 +2,7 @@
 
 The index is built in memory from the table at construction (English stop words removed, no stemming),
 with no time filter and no e_hypo: plain keyword retrieval on the same chunks the vector search sees.
-Naive vector search is :meth:`retrieval.client.Client.naive_search`; no naive + reranker baseline exists,
+Naive vector search is :meth:`diachron.retrieval.client.Client.naive_search`; no naive + reranker baseline exists,
 because no cross-encoder's weights ship in a PyPI package and model hubs are unreachable here.
 
 Example:
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.search import COLUMNS, Hit
+from diachron.retrieval.search import COLUMNS, Hit
 
 __all__ = ["BM25Searcher"]
 
@@ -44,7 +44,7 @@ class BM25Searcher:
         """The ``k`` chunks (fewer if the table is smaller) with the highest BM25 score for ``question``.
 
         Returns:
-            :class:`~retrieval.search.Hit` rows (``COLUMNS``), best first; ``score`` is the BM25 score
+            :class:`~diachron.retrieval.search.Hit` rows (``COLUMNS``), best first; ``score`` is the BM25 score
             (unbounded, higher is closer; not a cosine). Chunks sharing no term with the question score 0.
         """
         import bm25s

@@ -1,7 +1,7 @@
 """The Python client: question -> intent -> e_hypo -> prefiltered search -> chronological evidence.
 
 Example:
-    >>> from retrieval import Client
+    >>> from diachron.retrieval import Client
     >>> client = Client("data/diachron.lancedb")                       # doctest: +SKIP
     >>> result = client.search("How did presidents talk about tariffs between 1920 and 1940?", k=5)
     >>> [e.published_at.year for e in result.evidence]                   # chronological
@@ -16,14 +16,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ingest.embedding import Embedder
-from retrieval.anchors import AnchorPolicy, anchors, hypothetical_embedding
-from retrieval.context import build_evidence
-from retrieval.coverage import anchor_periods, coverage_top_k
-from retrieval.errors import EmbedderMismatchError, StoreNotFoundError
-from retrieval.filters import TimeFilter
-from retrieval.intent import IntentConfig, parse_intent
-from retrieval.lineage import (
+from diachron.ingest.embedding import Embedder
+from diachron.retrieval.anchors import AnchorPolicy, anchors, hypothetical_embedding
+from diachron.retrieval.context import build_evidence
+from diachron.retrieval.coverage import anchor_periods, coverage_top_k
+from diachron.retrieval.errors import EmbedderMismatchError, StoreNotFoundError
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.intent import IntentConfig, parse_intent
+from diachron.retrieval.lineage import (
     Lineage,
     clarify,
     conflicts,
@@ -31,12 +31,12 @@ from retrieval.lineage import (
     mentions_earlier_version,
     window_gaps,
 )
-from retrieval.fast_search import FastSearcher
-from retrieval.search import Hit, TemporalSearcher
-from schemas.evidence import Evidence, SearchResult, SearchTrace
-from schemas.intent import Relation, TemporalIntent
-from schemas.lineage import Clarification, Signal
-from schemas.time import Granularity, Interval, to_utc
+from diachron.retrieval.fast_search import FastSearcher
+from diachron.retrieval.search import Hit, TemporalSearcher
+from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.lineage import Clarification, Signal
+from diachron.schemas.time import Granularity, Interval, to_utc
 
 __all__ = ["Client"]
 
@@ -46,11 +46,11 @@ class Client:
 
     Args:
         uri: LanceDB URI written by ``diachron ingest``.
-        embedder: an :class:`~ingest.embedding.Embedder` or model name/path; must match the index.
+        embedder: an :class:`~diachron.ingest.embedding.Embedder` or model name/path; must match the index.
         intent_config: time zone and fiscal calendar for question parsing.
         anchor_policy: ``adaptive`` (TA-RAG's text) or ``monthly`` (the paper's reference code).
         temporal_weight: weight of temporal focus in the ranking (0 = pure e_hypo similarity, as in the
-            paper); see :mod:`retrieval.search`.
+            paper); see :mod:`diachron.retrieval.search`.
 
     Raises:
         StoreNotFoundError: the URI has no ``chunks`` table.
@@ -116,10 +116,10 @@ class Client:
             as_of: transaction-time bound: ignore rows recorded after it.
             use_time_filter / use_ehypo / chronological: ablation switches (all on = TA-RAG).
             diversify: ``"coverage"`` spreads the top-k across the window's periods
-                (:mod:`retrieval.coverage`, re-ranking a prefiltered pool of ``max(5k, 100)``).
+                (:mod:`diachron.retrieval.coverage`, re-ranking a prefiltered pool of ``max(5k, 100)``).
 
         Returns:
-            :class:`~schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
+            :class:`~diachron.schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
         """
         t0 = time.perf_counter()
         intent = self.parse(question, now=now)
@@ -159,7 +159,7 @@ class Client:
         return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
 
     def _searcher(self, time_filter: TimeFilter) -> TemporalSearcher | FastSearcher:
-        """Event-time filters go through the in-memory interval index (:mod:`retrieval.fast_search`, exact,
+        """Event-time filters go through the in-memory interval index (:mod:`diachron.retrieval.fast_search`, exact,
         8–13x faster than the SQL prefilter at 100k chunks, see bench/speed); the rest through LanceDB."""
         if not time_filter.event:
             return self.searcher

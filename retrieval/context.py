@@ -8,9 +8,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from retrieval.search import Hit
-from schemas.evidence import Evidence
-from schemas.records import intervals_from_arrow
+from diachron.retrieval.search import Hit
+from diachron.schemas.evidence import Evidence
+from diachron.schemas.records import intervals_from_arrow
 
 __all__ = ["build_evidence", "document_cards"]
 

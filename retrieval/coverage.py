@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from retrieval.anchors import Anchor
-from retrieval.search import Hit
-from schemas.records import intervals_from_arrow
-from schemas.time import Interval, period
+from diachron.retrieval.anchors import Anchor
+from diachron.retrieval.search import Hit
+from diachron.schemas.records import intervals_from_arrow
+from diachron.schemas.time import Interval, period
 
 __all__ = ["anchor_periods", "coverage_top_k"]
 

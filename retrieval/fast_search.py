@@ -5,7 +5,7 @@ the candidates, exact inner product ranks them. Here only the time columns live 
 own event intervals in an :class:`ncls.NCLS64` over row offsets, plus valid time and transaction time as
 int64 arrays — while the vectors stay in LanceDB: the candidates' vectors are read with ``take`` in
 pieces and scored exactly as they arrive, then the top-``k`` rows are read. The result is the same as
-:class:`retrieval.search.TemporalSearcher` (exact overlap semantics, cosine score, the same optional
+:class:`diachron.retrieval.search.TemporalSearcher` (exact overlap semantics, cosine score, the same optional
 re-ranking by temporal focus), with no SQL filter.
 
 The searcher reads one snapshot of the table: the version current when it was built (row offsets change
@@ -25,9 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from retrieval.filters import TimeFilter
-from retrieval.search import COLUMNS, Hit
-from schemas.time import Interval
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.search import COLUMNS, Hit
+from diachron.schemas.time import Interval
 
 __all__ = ["FastSearcher", "to_micros"]
 
@@ -150,7 +150,7 @@ class FastSearcher:
     def focus(self, offsets: np.ndarray, time_filter: TimeFilter) -> np.ndarray:
         """Temporal focus of rows: the fraction of each row's intervals overlapping the event filter.
 
-        Same definition as :meth:`retrieval.filters.TimeFilter.focus`; 1.0 without an event filter or
+        Same definition as :meth:`diachron.retrieval.filters.TimeFilter.focus`; 1.0 without an event filter or
         for a row without intervals. Returns float64 ``(len(offsets),)``.
         """
         lo, hi = self.first_interval[offsets], self.first_interval[offsets + 1]

@@ -1,6 +1,6 @@
 """Time filters for LanceDB, built from typed values only (never from user text).
 
-Every literal is produced by :func:`schemas.time.format_instant` from an aware UTC datetime, so a
+Every literal is produced by :func:`diachron.schemas.time.format_instant` from an aware UTC datetime, so a
 filter string holds nothing but column names, operators and ``TIMESTAMP '…Z'`` literals. The SQL filter
 is a coarse superset on the chunk's hull ``[event_start, event_end)``; :func:`overlaps_any` is the
 exact check on the chunk's own intervals (half-open overlap, open sides unbounded).
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from schemas.time import Interval, format_instant, to_utc
+from diachron.schemas.time import Interval, format_instant, to_utc
 
 __all__ = ["TimeFilter", "overlaps_any"]
 

@@ -1,6 +1,6 @@
-"""Rule-based question parser: question -> :class:`~schemas.intent.TemporalIntent` (TA-RAG §3.2).
+"""Rule-based question parser: question -> :class:`~diachron.schemas.intent.TemporalIntent` (TA-RAG §3.2).
 
-The time expressions are found and resolved by the tagger (:func:`ingest.annotation.tagger.extract_mentions`)
+The time expressions are found and resolved by the tagger (:func:`diachron.temporal.tagger.extract_mentions`)
 against the question's clock ``now``, in the one declared zone ``IntentConfig.timezone``; the words around
 them decide the relation (``between``, ``at``, ``before``, ``after``, ``current``, ``unknown``). Intervals
 are half-open UTC ``[start, end)``. This module only returns typed values; it never builds queries.
@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ingest.annotation.tagger import FiscalCalendar, TaggerConfig, TimeMention, extract_mentions
-from schemas.intent import Relation, TemporalIntent
-from schemas.time import Granularity, Interval, format_instant, to_utc
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, TimeMention, extract_mentions
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
 
 __all__ = ["IntentConfig", "parse_intent"]
 

@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from retrieval.anchors import anchor_granularity
-from schemas.lineage import (
+from diachron.retrieval.anchors import anchor_granularity
+from diachron.schemas.lineage import (
     DERIVED_UNTIL_KEY,
     Clarification,
     ConflictKind,
@@ -35,8 +35,8 @@ from schemas.lineage import (
     GapSignal,
     VersionSpan,
 )
-from schemas.records import intervals_from_arrow
-from schemas.time import Granularity, Interval, period, to_utc
+from diachron.schemas.records import intervals_from_arrow
+from diachron.schemas.time import Granularity, Interval, period, to_utc
 
 __all__ = ["Lineage", "clarify", "conflicts", "derive_spans", "gaps", "load_lineage",
            "mentions_earlier_version", "version_at", "versions_during", "window_gaps"]

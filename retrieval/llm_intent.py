@@ -1,6 +1,6 @@
-"""LLM question decomposition: question -> :class:`~schemas.intent.TemporalIntent`, beside the rule parser.
+"""LLM question decomposition: question -> :class:`~diachron.schemas.intent.TemporalIntent`, beside the rule parser.
 
-The same backends as the ``vllm`` annotator (:mod:`ingest.annotation.llm_backends`) answer
+The same backends as the ``vllm`` annotator (:mod:`diachron.temporal.llm_backends`) answer
 ``{"core_query", "relation", "intervals": [{"start", "end"}], "confidence"}`` under :data:`INTENT_SCHEMA`
 (structured outputs). The clock ``now`` is written into the prompt, never assumed. Dates are ISO days;
 intervals are half-open UTC ``[start, end)`` with ``null`` for an open side. An answer that is empty,
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ingest.annotation.llm_backends import LLMBackend
-from schemas.intent import Relation, TemporalIntent
-from schemas.time import Granularity, Interval, format_instant, parse_instant, to_utc
+from diachron.temporal.llm_backends import LLMBackend
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant, to_utc
 
 __all__ = ["INTENT_SCHEMA", "LLMIntentParser", "parse_intent_answer"]
 
@@ -74,8 +74,8 @@ class LLMIntentParser:
     """Question decomposition by an LLM with the rule parser as fallback.
 
     Args:
-        backend: an :class:`~ingest.annotation.llm_backends.LLMBackend`.
-        fallback: ``(question, now) -> TemporalIntent``, by default :func:`retrieval.intent.parse_intent`.
+        backend: an :class:`~diachron.temporal.llm_backends.LLMBackend`.
+        fallback: ``(question, now) -> TemporalIntent``, by default :func:`diachron.retrieval.intent.parse_intent`.
         max_tokens: answer budget, tokens (doubled on the retry).
     """
 
@@ -86,7 +86,7 @@ class LLMIntentParser:
     _rules: Any = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        from retrieval.intent import parse_intent
+        from diachron.retrieval.intent import parse_intent
 
         self._rules = self.fallback or (lambda question, now: parse_intent(question, now=now))
 

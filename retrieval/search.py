@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from retrieval.filters import TimeFilter
-from schemas.records import intervals_from_arrow
+from diachron.retrieval.filters import TimeFilter
+from diachron.schemas.records import intervals_from_arrow
 
 __all__ = ["Hit", "TemporalSearcher"]
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from schemas.intent import TemporalIntent
-from schemas.lineage import Signal
-from schemas.time import Interval, format_instant
+from diachron.schemas.intent import TemporalIntent
+from diachron.schemas.lineage import Signal
+from diachron.schemas.time import Interval, format_instant
 
 __all__ = ["Evidence", "SearchResult", "SearchTrace", "SCHEMA_VERSION"]
 

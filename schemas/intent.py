@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from schemas.time import Granularity, Interval, format_instant
+from diachron.schemas.time import Granularity, Interval, format_instant
 
 __all__ = ["Relation", "TemporalIntent"]
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from schemas.time import Interval, format_instant
+from diachron.schemas.time import Interval, format_instant
 
 __all__ = ["DERIVED_UNTIL_KEY", "Clarification", "ConflictKind", "ConflictSignal", "GapSignal", "Signal", "VersionSpan"]
 

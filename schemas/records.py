@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.time import Interval
+from diachron.schemas.time import Interval
 
 __all__ = [
     "ChunkRecord",

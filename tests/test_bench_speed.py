@@ -9,11 +9,11 @@ import pytest
 from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, generate, queries
 from bench.speed.layout import time_sorted
-from retrieval.fast_search import OPEN_FUTURE, FastSearcher
-from retrieval.filters import TimeFilter
-from retrieval.search import TemporalSearcher
-from schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
-from schemas.time import Interval
+from diachron.retrieval.fast_search import OPEN_FUTURE, FastSearcher
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.search import TemporalSearcher
+from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
+from diachron.schemas.time import Interval
 
 K = 10
 

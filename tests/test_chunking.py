@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ingest.chunking import SentenceChunker
-from ingest.embedding import resolve_embedder
+from diachron.ingest.chunking import SentenceChunker
+from diachron.ingest.embedding import resolve_embedder
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from typer.testing import CliRunner
 
-from retrieval.cli import app
+from diachron.cli import app
 
 runner = CliRunner()
 

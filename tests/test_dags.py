@@ -1,4 +1,4 @@
-"""The Airflow DAGs (``dags/``) and ``ingest.orchestration``: DagBag import and structure, and real runs.
+"""The Airflow DAGs (``dags/``) and ``diachron.ingest.orchestration``: DagBag import and structure, and real runs.
 
 Integration tests use a temporary ``AIRFLOW_HOME`` with a SQLite metadata DB migrated by ``airflow db
 migrate``, the DAG files parsed from ``dags/`` the way the dag-processor does (``BundleDagBag``), real
@@ -23,10 +23,10 @@ import pytest
 
 from conftest import shared_path
 
-from ingest.errors import ConfigError
-from ingest.orchestration import Settings, resolve_settings, source_record
-from ingest.sources import load_source
-from schemas.ids import content_sha256
+from diachron.ingest.errors import ConfigError
+from diachron.ingest.orchestration import Settings, resolve_settings, source_record
+from diachron.ingest.sources import load_source
+from diachron.schemas.ids import content_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"

@@ -15,10 +15,10 @@ from bench.eval.metrics import (
     recall_at_k,
     temporal_coverage,
 )
-from retrieval.coverage import coverage_top_k
-from retrieval.search import Hit
-from schemas.records import intervals_to_arrow
-from schemas.time import Granularity, Interval, period
+from diachron.retrieval.coverage import coverage_top_k
+from diachron.retrieval.search import Hit
+from diachron.schemas.records import intervals_to_arrow
+from diachron.schemas.time import Granularity, Interval, period
 
 
 def _m(year: int, month: int) -> datetime:
@@ -101,8 +101,8 @@ def test_bm25_ranks_by_shared_terms(tmp_path) -> None:
     import lancedb
     import pyarrow as pa
 
-    from retrieval.baselines import BM25Searcher
-    from schemas.records import ChunkRecord, arrow_schema
+    from diachron.retrieval.baselines import BM25Searcher
+    from diachron.schemas.records import ChunkRecord, arrow_schema
 
     texts = {"a": "tariff debate in congress", "b": "the weather was mild", "c": "tariff tariff schedule revised"}
     day = period(_m(1930, 1), Granularity.MONTH)
@@ -134,7 +134,7 @@ def _retrieval_cases() -> list:
 
 @pytest.fixture(scope="module")
 def embedder():
-    from ingest.embedding import Embedder
+    from diachron.ingest.embedding import Embedder
 
     return Embedder()
 

@@ -8,11 +8,11 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from retrieval.fast_search import FastSearcher
-from retrieval.filters import TimeFilter
-from retrieval.search import TemporalSearcher
-from schemas.records import ChunkRecord, arrow_schema
-from schemas.time import Interval
+from diachron.retrieval.fast_search import FastSearcher
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.search import TemporalSearcher
+from diachron.schemas.records import ChunkRecord, arrow_schema
+from diachron.schemas.time import Interval
 
 
 def t(year: int, month: int = 1, day: int = 1) -> datetime:

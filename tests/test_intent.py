@@ -11,10 +11,10 @@ import pytest
 
 from conftest import shared_path
 
-from ingest.annotation.tagger import FiscalCalendar
-from retrieval.intent import IntentConfig, parse_intent
-from schemas.intent import Relation
-from schemas.time import Granularity, parse_instant
+from diachron.temporal.tagger import FiscalCalendar
+from diachron.retrieval.intent import IntentConfig, parse_intent
+from diachron.schemas.intent import Relation
+from diachron.schemas.time import Granularity, parse_instant
 
 NOW = datetime(2026, 4, 17, 10, 0, tzinfo=UTC)
 QUESTIONS = shared_path() / "data" / "stocks_quandl_wiki" / "questions.jsonl"

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from ingest.sources import SourceDocument
-from ingest.versioning import plan_versions
-from retrieval.answer import summarize
-from retrieval.lineage import (
+from diachron.ingest.sources import SourceDocument
+from diachron.ingest.versioning import plan_versions
+from diachron.retrieval.answer import summarize
+from diachron.retrieval.lineage import (
     Lineage,
     clarify,
     conflicts,
@@ -28,8 +28,8 @@ from retrieval.lineage import (
     mentions_earlier_version,
     version_at,
 )
-from schemas.lineage import DERIVED_UNTIL_KEY, ConflictKind, ConflictSignal, GapSignal
-from schemas.time import Granularity, Interval
+from diachron.schemas.lineage import DERIVED_UNTIL_KEY, ConflictKind, ConflictSignal, GapSignal
+from diachron.schemas.time import Granularity, Interval
 
 
 def d(text: str) -> datetime:
@@ -194,7 +194,7 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> str:
 
 
 def ingest(db: str, sources: list[str], clock: datetime) -> Any:
-    from ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
 
     return run_ingest(sources, IngestConfig(db_uri=db, num_cpus=2, optimize=False), clock=lambda: clock)
 
@@ -202,7 +202,7 @@ def ingest(db: str, sources: list[str], clock: datetime) -> Any:
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from retrieval.client import Client
+    from diachron.retrieval.client import Client
 
     tmp = tmp_path_factory.mktemp("lineage")
     db = str(tmp / "db")
@@ -330,7 +330,7 @@ def debian_slice() -> list[dict[str, Any]]:
 
 def latest_before(rows: list[dict[str, Any]], t: datetime) -> str:
     """Independent answer: the entry with the latest publication at or before ``t``."""
-    from schemas.time import parse_instant
+    from diachron.schemas.time import parse_instant
 
     return max((r for r in rows if parse_instant(r["published_at"]) <= t),
                key=lambda r: parse_instant(r["published_at"]))["doc_id"]
@@ -339,7 +339,7 @@ def latest_before(rows: list[dict[str, Any]], t: datetime) -> str:
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from retrieval.client import Client
+    from diachron.retrieval.client import Client
 
     tmp = tmp_path_factory.mktemp("real")
     db = str(tmp / "db")
@@ -356,7 +356,7 @@ def test_tzdb_release_current_on_2019_06_01(real: Any) -> None:
     assert series_docs(result, "tzdb") == ["tzdb-release/2019a"]
     (card,) = [e for e in result.evidence if e.series_id == "tzdb"][:1]
     assert card.superseded_by == "tzdb-release/2019b"
-    from schemas.time import parse_instant
+    from diachron.schemas.time import parse_instant
 
     (nxt,) = [r for r in tzdb_slice() if r["doc_id"] == "tzdb-release/2019b"]
     assert card.valid_until == parse_instant(nxt["published_at"])
@@ -375,8 +375,8 @@ def test_debian_version_current_on(real: Any, package: str, day: str) -> None:
 
 
 def hand_result() -> Any:
-    from schemas.evidence import Evidence, SearchResult, SearchTrace
-    from schemas.intent import Relation, TemporalIntent
+    from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
+    from diachron.schemas.intent import Relation, TemporalIntent
 
     intent = TemporalIntent("Which travel policy applied?", (Interval(d("2022-06-15"), d("2022-06-16")),),
                             Relation.CURRENT, d("2024-12-10"))
@@ -408,7 +408,7 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
-    from retrieval.answer import SYSTEM_PROMPT, LLMConfig, answer
+    from diachron.retrieval.answer import SYSTEM_PROMPT, LLMConfig, answer
 
     seen: list[dict[str, Any]] = []
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from ingest.pipeline import IngestConfig, run_ingest
-from retrieval.client import Client
-from schemas.time import Interval, parse_instant
+from diachron.ingest.pipeline import IngestConfig, run_ingest
+from diachron.retrieval.client import Client
+from diachron.schemas.time import Interval, parse_instant
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """The ``retrieval`` cases of ``shared/cases/temporal_cases.jsonl`` (T10, T16, T22, T24) as tests.
 
 Each case's records are written straight into a real LanceDB ``chunks`` table (real embeddings of their
-texts) and queried through the real :class:`~retrieval.client.Client`. T24 adds 4,000 generated
+texts) and queried through the real :class:`~diachron.retrieval.client.Client`. T24 adds 4,000 generated
 deploy-checklist distractors on other days; the test first proves the case bites (an unfiltered top-10
 misses the target) and then that the prefiltered search finds it. Distractor texts come from a few
 templates, so identical texts share one embedding (embedding each copy again would give the same vector).
@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from schemas.intent import Relation
-from schemas.records import ChunkRecord, arrow_schema, intervals_to_arrow
-from schemas.time import Interval, parse_instant
+from diachron.schemas.intent import Relation
+from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_to_arrow
+from diachron.schemas.time import Interval, parse_instant
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def case(case_id: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def embedder() -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from ingest.embedding import Embedder
+    from diachron.ingest.embedding import Embedder
 
     model = Embedder()
     model.warm_up()
@@ -66,8 +66,8 @@ def chunk_rows(records: list[dict[str, Any]], vectors: np.ndarray, embedder_id: 
 
 
 def build_store(path: Path, records: list[dict[str, Any]], embedder: Any, vectors: np.ndarray | None = None) -> Any:
-    from ingest.store import Store
-    from retrieval.client import Client
+    from diachron.ingest.store import Store
+    from diachron.retrieval.client import Client
 
     store = Store(str(path), dim=embedder.dim)
     vectors = embedder.embed([r["text"] for r in records]) if vectors is None else vectors
@@ -84,7 +84,7 @@ def with_text(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def query_intent(client: Any, query: dict[str, Any], reference: datetime) -> Any:
     """The case's own interval; relation from its open side (start open: before, end open: after)."""
-    from retrieval.client import with_intervals
+    from diachron.retrieval.client import with_intervals
 
     iv = Interval.from_dict(query["interval"])
     relation = Relation.BEFORE if iv.start is None else Relation.AFTER if iv.end is None else Relation.AT
@@ -130,7 +130,7 @@ def test_t16_naive_source_timestamps_mean_utc_under_a_local_zone(tmp_path: Path,
 
 
 def with_intervals_naive(client: Any, text: str, instant: datetime) -> Any:
-    from retrieval.client import with_intervals
+    from diachron.retrieval.client import with_intervals
 
     return with_intervals(client.parse(text, now=RECORDED), [Interval.at(instant)], Relation.AT)
 

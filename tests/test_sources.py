@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.sources import Rejected, SourceDocument, SourceError, load_source
-from ingest.versioning import StoredVersion, plan_versions
-from schemas.ids import content_sha256
+from diachron.ingest.sources import Rejected, SourceDocument, SourceError, load_source
+from diachron.ingest.versioning import StoredVersion, plan_versions
+from diachron.schemas.ids import content_sha256
 
 
 def test_jsonl_keeps_metadata_and_normalises_time(tmp_path):

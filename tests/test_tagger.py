@@ -10,8 +10,8 @@ import pytest
 
 from conftest import shared_path
 
-from ingest.annotation.tagger import FiscalCalendar, TaggerConfig, extract_mentions
-from schemas.time import parse_instant
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, extract_mentions
+from diachron.schemas.time import parse_instant
 
 REF = "2026-04-17T10:00:00Z"  # a Friday
 STOCKS = shared_path() / "data" / "stocks_quandl_wiki"

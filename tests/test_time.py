@@ -1,10 +1,10 @@
-"""Interval algebra of schemas.time, table-driven, values worked out by hand."""
+"""Interval algebra of diachron.schemas.time, table-driven, values worked out by hand."""
 
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from schemas.time import Granularity, Interval, add_months, format_instant, parse_instant, period
+from diachron.schemas.time import Granularity, Interval, add_months, format_instant, parse_instant, period
 
 
 def t(*args: int) -> datetime:

@@ -25,7 +25,7 @@ _REPO = Path(__file__).resolve().parents[2]
 
 
 def _ingest(db: str, data: Path, *, sotu: bool, tzdb: bool) -> str:
-    from ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
 
     sources = [str(data / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl")]
     sources += [str(data / "data" / "tzdb_news" / "releases.jsonl")] if tzdb else []

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.eval.data import Question
-from schemas.evidence import Evidence
+from diachron.schemas.evidence import Evidence
 
 __all__ = ["AnswerConfig", "ask", "prompt"]
 

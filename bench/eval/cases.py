@@ -1,7 +1,7 @@
 """The temporal case table: each case of ``shared/cases/temporal_cases.jsonl`` through the real library.
 
-``question`` cases go through :func:`retrieval.intent.parse_intent` with the case's clock;
-``document_text`` and ``document`` cases through :func:`ingest.annotation.tagger.extract_mentions`
+``question`` cases go through :func:`diachron.retrieval.intent.parse_intent` with the case's clock;
+``document_text`` and ``document`` cases through :func:`diachron.temporal.tagger.extract_mentions`
 against the document's own time (publication date, else its dateline; never the ingest time). The
 comparison rules are those of the cases' README: a single expected interval of a text must be the only
 one found; an expected set must equal the found set. ``retrieval`` cases run against a real LanceDB
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.eval.retrieval_cases import run_retrieval_case
-from ingest.annotation.tagger import FiscalCalendar, TaggerConfig, extract_mentions
-from ingest.embedding import Embedder
-from retrieval.intent import IntentConfig, parse_intent
-from schemas.time import format_instant, parse_instant
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, extract_mentions
+from diachron.ingest.embedding import Embedder
+from diachron.retrieval.intent import IntentConfig, parse_intent
+from diachron.schemas.time import format_instant, parse_instant
 
 __all__ = ["CaseResult", "expected_intervals", "observed_intervals", "run_cases"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.time import Interval, parse_instant
+from diachron.schemas.time import Interval, parse_instant
 
 __all__ = ["Question", "load_questions", "split_of"]
 

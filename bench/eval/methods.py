@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 
 from bench.eval.metrics import Item
-from ingest.embedding import Embedder
-from retrieval.baselines import BM25Searcher
-from retrieval.client import Client
-from retrieval.search import Hit
-from schemas.evidence import SearchResult
-from schemas.records import intervals_from_arrow
-from schemas.time import Granularity, floor_to, to_utc
+from diachron.ingest.embedding import Embedder
+from diachron.retrieval.baselines import BM25Searcher
+from diachron.retrieval.client import Client
+from diachron.retrieval.search import Hit
+from diachron.schemas.evidence import SearchResult
+from diachron.schemas.records import intervals_from_arrow
+from diachron.schemas.time import Granularity, floor_to, to_utc
 
 __all__ = ["METHODS", "CachingEmbedder", "Methods", "run_methods"]
 

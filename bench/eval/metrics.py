@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from schemas.time import Granularity, Interval, add_months, floor_to
+from diachron.schemas.time import Granularity, Interval, add_months, floor_to
 
 __all__ = ["Item", "endpoint_share", "in_window_precision", "months_of", "recall_at_k", "temporal_coverage"]
 

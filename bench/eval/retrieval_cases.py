@@ -21,15 +21,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.embedding import Embedder
-from schemas.intent import Relation, TemporalIntent
-from schemas.records import (
+from diachron.ingest.embedding import Embedder
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.records import (
     ChunkRecord,
     DocumentRecord,
     arrow_schema,
     intervals_to_arrow,
 )
-from schemas.time import Granularity, Interval, parse_instant
+from diachron.schemas.time import Granularity, Interval, parse_instant
 
 __all__ = ["run_retrieval_case"]
 
@@ -103,7 +103,7 @@ def run_retrieval_case(case: dict[str, Any], embedder: Embedder, workdir: Path) 
     """
     import lancedb
 
-    from retrieval.client import Client
+    from diachron.retrieval.client import Client
 
     db_dir = workdir / case["id"]
     with _process_tz(case["input"].get("environment", {}).get("TZ")):

@@ -1,6 +1,6 @@
 """Seeded generator of synthetic ``chunks`` tables and window queries for the speed benchmarks.
 
-Rows follow the real ``chunks`` schema (:func:`schemas.records.arrow_schema` of ``ChunkRecord``, dim 384).
+Rows follow the real ``chunks`` schema (:func:`diachron.schemas.records.arrow_schema` of ``ChunkRecord``, dim 384).
 Event time spans ~30 years (``[1995-01-01, 2025-01-01)`` UTC): each known chunk has 1–3 half-open
 intervals, a mix of instants (``[t, t+1 µs)``), days, months and years, a few open-ended ("since …");
 some chunks have unknown time. Vectors are unit-norm float32, either ``uniform`` on the sphere (the worst
@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from schemas.records import ChunkRecord, arrow_schema
-from schemas.time import Interval
+from diachron.schemas.records import ChunkRecord, arrow_schema
+from diachron.schemas.time import Interval
 
 __all__ = ["DIM", "EPOCH_US", "SPAN_US", "WINDOWS", "Flat", "Query", "generate", "queries"]
 

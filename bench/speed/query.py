@@ -6,10 +6,10 @@ JSON + markdown) and the tables to ``bench/speed/LATEST.md``.
 
 Paths, all exact, timed on the same queries in the same run:
 
-* ``diachron`` — the current path, :class:`retrieval.search.TemporalSearcher`: LanceDB flat prefilter on the
+* ``diachron`` — the current path, :class:`diachron.retrieval.search.TemporalSearcher`: LanceDB flat prefilter on the
   interval hull (BTREE on ``event_start``/``event_end``) + exact refine; rows in ingest (random) order.
   Ranking by similarity only (``temporal_weight=0``, the paper's), so every path has one exact answer.
-* ``fast`` / ``fast-sorted`` — :class:`retrieval.fast_search.FastSearcher` (in-memory NCLS over row
+* ``fast`` / ``fast-sorted`` — :class:`diachron.retrieval.fast_search.FastSearcher` (in-memory NCLS over row
   offsets, vectors read from LanceDB with ``take``), on the same table and on a time-sorted copy
   (:func:`bench.speed.layout.time_sorted`); ``fast-sorted+rows`` also reads the hit rows (its ``search``).
 * ``paper`` — NCLS candidates + NumPy exact inner product, vectors in memory (TA-RAG's design).
@@ -43,9 +43,9 @@ from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, Query, generate, queries
 from bench.speed.layout import time_sorted
 from bench.speed.report import write_reports
-from retrieval.fast_search import OPEN_FUTURE, OPEN_PAST, FastSearcher
-from retrieval.filters import TimeFilter
-from retrieval.search import TemporalSearcher
+from diachron.retrieval.fast_search import OPEN_FUTURE, OPEN_PAST, FastSearcher
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.search import TemporalSearcher
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +169,9 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
 
 def ehypo_cost(sample: int) -> dict[str, Any]:
     """Seconds to build e_hypo with the real embedder, per window kind (anchors embedded per query)."""
-    from ingest.embedding import Embedder
-    from retrieval.anchors import anchors, hypothetical_embedding
-    from schemas.time import Interval
+    from diachron.ingest.embedding import Embedder
+    from diachron.retrieval.anchors import anchors, hypothetical_embedding
+    from diachron.schemas.time import Interval
 
     embedder = Embedder()
     t0 = time.perf_counter()

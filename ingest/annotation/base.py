@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from schemas.time import Interval
+from diachron.schemas.time import Interval
 
 __all__ = ["Annotator", "ChunkAnnotation", "DocumentAnnotation", "DocumentContext"]
 

@@ -27,10 +27,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ingest.annotation.base import Annotator, ChunkAnnotation, DocumentAnnotation, DocumentContext
-from ingest.annotation.llm_backends import Completion, LLMBackend, build_backend
-from ingest.errors import ConfigError
-from schemas.time import Granularity, Interval, format_instant, parse_instant, period
+from diachron.ingest.annotation.base import Annotator, ChunkAnnotation, DocumentAnnotation, DocumentContext
+from diachron.temporal.llm_backends import Completion, LLMBackend, build_backend
+from diachron.ingest.errors import ConfigError
+from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant, period
 
 __all__ = [
     "PROMPT_VERSION",
@@ -227,7 +227,7 @@ def check_interval(interval: Interval, *, explicit: Sequence[Interval], publishe
 
 @dataclass(slots=True)
 class LLMAnnotator:
-    """Two-stage annotator over an :class:`~ingest.annotation.llm_backends.LLMBackend`; see the module doc.
+    """Two-stage annotator over an :class:`~diachron.temporal.llm_backends.LLMBackend`; see the module doc.
 
     Args:
         backend: the engine (Ray actor or HTTP server).
@@ -353,7 +353,7 @@ def build_llm_annotator(options: Mapping[str, Any], *, fallback: Annotator) -> L
     """The ``vllm`` annotator from CLI/config options.
 
     Options: ``model`` (required: HF directory or name), backend options (see
-    :func:`~ingest.annotation.llm_backends.build_backend`: ``url`` selects the HTTP backend), policy
+    :func:`~diachron.temporal.llm_backends.build_backend`: ``url`` selects the HTTP backend), policy
     options (:class:`LLMPolicy` fields; ``date_tolerance_days``, ``future_tolerance_days`` in days).
 
     Raises:

@@ -2,7 +2,7 @@
 
 Stage 1: publication time from metadata, else the first explicit date in the first segment (a
 dateline), else in the last segment; the abstract is the lead: the first one or two sentences, at most
-``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`ingest.annotation.tagger`,
+``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
 resolved against the document's publication time (never the processing clock).
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
-from ingest.annotation.tagger import TaggerConfig, extract_mentions
-from schemas.time import Granularity
+from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
+from diachron.temporal.tagger import TaggerConfig, extract_mentions
+from diachron.schemas.time import Granularity
 
 __all__ = ["RuleAnnotator"]
 

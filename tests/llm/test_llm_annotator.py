@@ -19,8 +19,8 @@ import pytest
 
 pytest.importorskip("vllm", reason="the real-engine tests run in the LLM venv (scripts/setup_llm_cpu.sh)")
 
-from ingest.annotation.base import DocumentAnnotation, DocumentContext
-from ingest.annotation.llm import (
+from diachron.ingest.annotation.base import DocumentAnnotation, DocumentContext
+from diachron.ingest.annotation.llm import (
     STAGE1_SCHEMA,
     STAGE2_SCHEMA,
     LLMAnnotator,
@@ -29,8 +29,8 @@ from ingest.annotation.llm import (
     parse_stage1,
     parse_stage2,
 )
-from ingest.annotation.rules import RuleAnnotator
-from schemas.time import Interval
+from diachron.ingest.annotation.rules import RuleAnnotator
+from diachron.schemas.time import Interval
 
 pytestmark = [pytest.mark.llm, pytest.mark.timeout(400)]
 
@@ -180,8 +180,8 @@ class TestOpenAICompatibleServer:
         annotator.backend.close()
 
     def test_question_decomposition_through_the_server(self, server_url) -> None:
-        from ingest.annotation.llm_backends import OpenAIHTTPBackend
-        from retrieval.llm_intent import LLMIntentParser
+        from diachron.temporal.llm_backends import OpenAIHTTPBackend
+        from diachron.retrieval.llm_intent import LLMIntentParser
 
         now = datetime(2024, 5, 10, 12, tzinfo=UTC)
         backend = OpenAIHTTPBackend(server_url, "smol", timeout_s=120)

@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ingest.annotation.base import DocumentAnnotation, DocumentContext
-from ingest.annotation.llm import (
+from diachron.ingest.annotation.base import DocumentAnnotation, DocumentContext
+from diachron.ingest.annotation.llm import (
     STAGE2_SCHEMA,
     LLMAnnotator,
     LLMOutputError,
@@ -26,12 +26,12 @@ from ingest.annotation.llm import (
     parse_stage1,
     parse_stage2,
 )
-from ingest.annotation.llm_backends import Completion, OpenAIHTTPBackend
-from ingest.annotation.rules import RuleAnnotator
-from ingest.errors import ConfigError
-from retrieval.llm_intent import LLMIntentParser, parse_intent_answer
-from schemas.intent import Relation
-from schemas.time import Granularity, Interval
+from diachron.temporal.llm_backends import Completion, OpenAIHTTPBackend
+from diachron.ingest.annotation.rules import RuleAnnotator
+from diachron.ingest.errors import ConfigError
+from diachron.retrieval.llm_intent import LLMIntentParser, parse_intent_answer
+from diachron.schemas.intent import Relation
+from diachron.schemas.time import Granularity, Interval
 
 D = lambda *a: datetime(*a, tzinfo=UTC)
 
@@ -46,7 +46,7 @@ def _answer(*events: dict) -> str:
 
 def test_package_imports_without_vllm() -> None:
     code = ("import sys; sys.modules['vllm'] = None\n"
-            "import ingest.annotation.llm, ingest.annotation.llm_backends, retrieval.llm_intent, ingest.stages\n"
+            "import diachron.ingest.annotation.llm, diachron.temporal.llm_backends, diachron.retrieval.llm_intent, diachron.ingest.stages\n"
             "assert sys.modules['vllm'] is None\nprint('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert out.stdout.strip() == "ok", out.stderr

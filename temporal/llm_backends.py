@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ingest.errors import TransientIngestError
+from diachron.schemas.errors import TransientError
 
 __all__ = ["Completion", "LLMBackend", "LLMBackendError", "OpenAIHTTPBackend", "RayVLLMBackend", "VLLMEngine",
            "build_backend"]
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
 
-class LLMBackendError(TransientIngestError):
+class LLMBackendError(TransientError):
     """The LLM engine or server failed for a whole batch (not a bad answer). Retry the task."""
 
 
@@ -228,7 +228,7 @@ def build_backend(options: dict[str, Any]) -> LLMBackend:
     Raises:
         ConfigError: no ``model``, an unknown key, or a value of the wrong type.
     """
-    from ingest.errors import ConfigError
+    from diachron.schemas.errors import ConfigError
 
     opts = dict(options)
     model = opts.pop("model", None)

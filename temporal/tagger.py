@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from ingest.annotation import _patterns as P
-from schemas.time import Granularity, Interval, add_months, to_utc
+from diachron.temporal import _patterns as P
+from diachron.schemas.time import Granularity, Interval, add_months, to_utc
 
 __all__ = ["FiscalCalendar", "TaggerConfig", "TimeMention", "extract_mentions"]
 

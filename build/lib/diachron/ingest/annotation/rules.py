@@ -1,0 +1,63 @@
+"""The rule-based two-stage annotator (CPU, deterministic): the ``rules`` backend.
+
+Stage 1: publication time from metadata, else the first explicit date in the first segment (a
+dateline), else in the last segment; the abstract is the lead: the first one or two sentences, at most
+``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
+resolved against the document's publication time (never the processing clock).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
+from diachron.temporal.tagger import TaggerConfig, extract_mentions
+from diachron.schemas.time import Granularity
+
+__all__ = ["RuleAnnotator"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+_DATELINE_GRAINS = {Granularity.DAY, Granularity.HOUR, Granularity.INSTANT}
+
+
+@dataclass(slots=True)
+class RuleAnnotator:
+    """Rule-based stage 1 + stage 2.
+
+    Args:
+        tagger: configuration of the expression tagger (time zone, fiscal calendar, date order).
+        abstract_chars: maximum abstract length in characters.
+    """
+
+    tagger: TaggerConfig = field(default_factory=TaggerConfig)
+    abstract_chars: int = 300
+    name: str = "rules"
+
+    def annotate_document(self, doc: DocumentContext) -> DocumentAnnotation:
+        abstract = self._abstract(doc.first_segment)
+        if doc.published_at is not None:
+            return DocumentAnnotation(doc.published_at, "metadata", abstract, self.name)
+        for segment in (doc.first_segment, doc.last_segment):
+            days = [m for m in extract_mentions(segment, reference=None, config=self.tagger)
+                    if m.interval.granularity in _DATELINE_GRAINS and m.interval.start is not None]
+            if days:
+                return DocumentAnnotation(days[0].interval.start, "rules", abstract, self.name)
+        return DocumentAnnotation(None, "unknown", abstract, self.name)
+
+    def annotate_chunks(self, texts: list[str], *, doc: DocumentAnnotation) -> list[ChunkAnnotation]:
+        out = []
+        for text in texts:
+            distinct = {}  # one entry per interval: "October 2008" written twice is one event time
+            for m in extract_mentions(text, reference=doc.published_at, config=self.tagger):
+                distinct.setdefault((m.interval.start, m.interval.end), m)
+            mentions = list(distinct.values())
+            out.append(ChunkAnnotation([m.interval for m in mentions], [m.text for m in mentions], self.name))
+        return out
+
+    def _abstract(self, text: str) -> str:
+        sentences = _SENTENCE_END.split(" ".join(text.split()))
+        abstract = " ".join(sentences[:2])
+        if len(abstract) > self.abstract_chars:
+            abstract = abstract[: self.abstract_chars - 1].rsplit(" ", 1)[0] + "…"
+        return abstract

@@ -1,0 +1,243 @@
+"""The Python client: question -> intent -> e_hypo -> prefiltered search -> chronological evidence.
+
+Example:
+    >>> from diachron.retrieval import Client
+    >>> client = Client("data/diachron.lancedb")                       # doctest: +SKIP
+    >>> result = client.search("How did presidents talk about tariffs between 1920 and 1940?", k=5)
+    >>> [e.published_at.year for e in result.evidence]                   # chronological
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from diachron.ingest.embedding import Embedder
+from diachron.retrieval.anchors import AnchorPolicy, anchors, hypothetical_embedding
+from diachron.retrieval.context import build_evidence
+from diachron.retrieval.coverage import anchor_periods, coverage_top_k
+from diachron.retrieval.errors import EmbedderMismatchError, StoreNotFoundError
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.intent import IntentConfig, parse_intent
+from diachron.retrieval.lineage import (
+    Lineage,
+    clarify,
+    conflicts,
+    load_lineage,
+    mentions_earlier_version,
+    window_gaps,
+)
+from diachron.retrieval.fast_search import FastSearcher
+from diachron.retrieval.search import Hit, TemporalSearcher
+from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.lineage import Clarification, Signal
+from diachron.schemas.time import Granularity, Interval, to_utc
+
+__all__ = ["Client"]
+
+
+class Client:
+    """Time-aware search over a diachron LanceDB database (read-only).
+
+    Args:
+        uri: LanceDB URI written by ``diachron ingest``.
+        embedder: an :class:`~diachron.ingest.embedding.Embedder` or model name/path; must match the index.
+        intent_config: time zone and fiscal calendar for question parsing.
+        anchor_policy: ``adaptive`` (TA-RAG's text) or ``monthly`` (the paper's reference code).
+        temporal_weight: weight of temporal focus in the ranking (0 = pure e_hypo similarity, as in the
+            paper); see :mod:`diachron.retrieval.search`.
+
+    Raises:
+        StoreNotFoundError: the URI has no ``chunks`` table.
+        EmbedderMismatchError: the index was built with a different embedder.
+    """
+
+    def __init__(self, uri: str, *, embedder: Embedder | str | None = None, intent_config: IntentConfig | None = None,
+                 anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1) -> None:
+        import lancedb
+
+        self.uri = str(uri)
+        missing = StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
+        if "://" not in self.uri and not Path(self.uri).is_dir():  # don't let connect() create an empty dir
+            raise missing
+        self.db = lancedb.connect(self.uri)
+        names = self.db.list_tables()
+        names = set(getattr(names, "tables", names))
+        if "chunks" not in names:
+            raise missing
+        self.chunks = self.db.open_table("chunks")
+        self.documents = self.db.open_table("documents") if "documents" in names else None
+        self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
+        self.intent_config = intent_config or IntentConfig()
+        self.anchor_policy = anchor_policy
+        self.searcher = TemporalSearcher(self.chunks, temporal_weight=temporal_weight)
+        self._fast: FastSearcher | None = None
+        self._check_embedder(names)
+        self._extent: Interval | None = None
+
+    def _check_embedder(self, names: set[str]) -> None:
+        if "runs" not in names:
+            return
+        runs = self.db.open_table("runs")
+        built = set(runs.to_lance().to_table(columns=["embedder"]).column("embedder").to_pylist())
+        if built and built != {self.embedder.spec.id}:
+            raise EmbedderMismatchError(f"index at {self.uri!r} was built with {sorted(built)}; "
+                                        f"this client embeds with {self.embedder.spec.id}")
+
+    @property
+    def extent(self) -> Interval | None:
+        """The index's event-time extent ``[min start, max end)``, used to bound open-ended questions."""
+        if self._extent is None:
+            import pyarrow.compute as pc
+
+            data = self.chunks.to_lance().to_table(columns=["event_start", "event_end"])
+            lo, hi = pc.min(data["event_start"]).as_py(), pc.max(data["event_end"]).as_py()
+            self._extent = Interval(lo, hi) if lo and hi and lo < hi else None
+        return self._extent
+
+    def parse(self, question: str, *, now: datetime | None = None) -> TemporalIntent:
+        """The question's temporal intent, read against ``now`` (default: the current UTC time)."""
+        return parse_intent(question, now=to_utc(now) if now else datetime.now(UTC), config=self.intent_config)
+
+    def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None,
+               use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
+               diversify: Literal["coverage"] | None = None) -> SearchResult:
+        """Answer ``question`` with the top-``k`` evidence inside the time it means.
+
+        Args:
+            question: natural-language question; its time expressions become the filter.
+            k: number of evidence chunks (top-k).
+            now: reference time (aware; default: the current time, UTC).
+            as_of: transaction-time bound: ignore rows recorded after it.
+            use_time_filter / use_ehypo / chronological: ablation switches (all on = TA-RAG).
+            diversify: ``"coverage"`` spreads the top-k across the window's periods
+                (:mod:`diachron.retrieval.coverage`, re-ranking a prefiltered pool of ``max(5k, 100)``).
+
+        Returns:
+            :class:`~diachron.schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
+        """
+        t0 = time.perf_counter()
+        intent = self.parse(question, now=now)
+        return self.search_intent(intent, k=k, as_of=as_of, use_time_filter=use_time_filter, use_ehypo=use_ehypo,
+                                  chronological=chronological, diversify=diversify, _t0=t0)
+
+    def search_intent(self, intent: TemporalIntent, *, k: int = 10, as_of: datetime | None = None,
+                      use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
+                      diversify: Literal["coverage"] | None = None, _t0: float | None = None) -> SearchResult:
+        """Like :meth:`search`, for an already-parsed (or hand-built) intent."""
+        t0 = _t0 if _t0 is not None else time.perf_counter()
+        seconds: dict[str, float] = {"parse": time.perf_counter() - t0}
+        time_filter = _time_filter(intent, as_of=to_utc(as_of) if as_of else None) if use_time_filter else TimeFilter()
+        anchor_list = anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy) if use_ehypo else []
+        t1 = time.perf_counter()
+        vector = hypothetical_embedding(self.embedder.embed, intent.core_query, anchor_list)
+        seconds["embed"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        lineage = load_lineage(self.documents, as_of=time_filter.as_of) if self.documents is not None else None
+        admit, clarifications = self._admission(intent, lineage, vector, time_filter) if use_time_filter \
+            else (None, [])
+        hits = self._search(vector, time_filter, k if diversify is None else max(5 * k, 100), admit)
+        if diversify == "coverage":
+            periods = anchor_periods(anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy))
+            hits = coverage_top_k(hits, periods, k=k)
+        seconds["search"] = time.perf_counter() - t2
+        evidence = build_evidence(hits, self.documents, chronological=chronological) if self.documents is not None \
+            else []
+        evidence = [_with_lineage(e, lineage) for e in evidence] if lineage is not None else evidence
+        signals = [*clarifications, *self._signals(intent, lineage, evidence, time_filter, use_time_filter)]
+        if clarifications:
+            intent = replace(intent, needs_clarification=True)
+        trace = SearchTrace(filter=time_filter.to_dict(), candidates_after_filter=self._count(time_filter),
+                            anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
+                            rejected_examples=tuple(self.searcher.outside_examples(vector, time_filter)),
+                            seconds={**seconds, "total": time.perf_counter() - t0})
+        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
+
+    def _searcher(self, time_filter: TimeFilter) -> TemporalSearcher | FastSearcher:
+        """Event-time filters go through the in-memory interval index (:mod:`diachron.retrieval.fast_search`, exact,
+        8–13x faster than the SQL prefilter at 100k chunks, see bench/speed); the rest through LanceDB."""
+        if not time_filter.event:
+            return self.searcher
+        if self._fast is None or self._fast.is_stale():
+            self._fast = FastSearcher(self.chunks, temporal_weight=self.searcher.temporal_weight)
+        return self._fast
+
+    def _count(self, time_filter: TimeFilter) -> int:
+        if time_filter.event:
+            return len(self._searcher(time_filter).candidates(time_filter))  # type: ignore[union-attr]
+        return self.searcher.count_candidates(time_filter)
+
+    def _admission(self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
+                   ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
+        """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
+        if lineage is None:
+            return None, []
+        if intent.relation in (Relation.AT, Relation.CURRENT) and intent.intervals:
+            windows = intent.intervals
+            return (lambda row: any(lineage.admits(row["doc_id"], row["series_id"], w) for w in windows)), []
+        if intent.relation is Relation.UNKNOWN and mentions_earlier_version(intent.core_query):
+            top = [h.row["series_id"] for h in self._searcher(time_filter).search(vector, time_filter, k=10)]
+            series = [sid for sid in top if lineage.is_versioned(sid)][:1]
+            clarifications, admitted = clarify(lineage, series, intent.reference_time)
+            return (lambda row: row["doc_id"] in admitted or row["series_id"] not in series), clarifications
+        return None, []
+
+    def _search(self, vector: Any, time_filter: TimeFilter, k: int,
+                admit: Callable[[dict[str, Any]], bool] | None) -> list[Hit]:
+        """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few."""
+        limit = k
+        while True:
+            hits = self._searcher(time_filter).search(vector, time_filter, k=limit)
+            kept = hits if admit is None else [h for h in hits if admit(h.row)]
+            if len(kept) >= k or len(hits) < limit:
+                return kept[:k]
+            limit *= 4
+
+    def _signals(self, intent: TemporalIntent, lineage: Lineage | None, evidence: list[Evidence],
+                 time_filter: TimeFilter, use_time_filter: bool) -> list[Signal]:
+        """Conflicts over the evidence; gaps over each bounded window of a ``between`` or period question."""
+        windows = [w for w in intent.intervals if not w.is_open]
+        hull = windows[0] if len(windows) == 1 else None
+        out: list[Signal] = [*conflicts(lineage, [e.doc_id for e in evidence], window=hull)] if lineage else []
+        periodic = intent.relation is Relation.AT and (intent.granularity or Granularity.DAY).rank >= Granularity.MONTH.rank
+        if use_time_filter and (intent.relation is Relation.BETWEEN or periodic):
+            for window in windows:
+                out.extend(window_gaps(self.chunks, time_filter.sql(), window))
+        return out
+
+    def naive_search(self, question: str, *, k: int = 10) -> SearchResult:
+        """Baseline: the raw question's embedding, no time filter, no e_hypo (plain vector RAG)."""
+        intent = TemporalIntent(core_query=question, intervals=(), relation=Relation.UNKNOWN,
+                                reference_time=datetime.now(UTC), confidence=0.0)
+        return self.search_intent(intent, k=k, use_time_filter=False)
+
+
+def _time_filter(intent: TemporalIntent, *, as_of: datetime | None) -> TimeFilter:
+    """Which axis a relation filters on (DESIGN.md, "Which axis a question filters on")."""
+    if intent.relation is Relation.CURRENT:
+        return TimeFilter(valid=tuple(intent.intervals) or (Interval.at(intent.reference_time),), as_of=as_of)
+    if intent.relation is Relation.UNKNOWN or not intent.intervals:
+        return TimeFilter(as_of=as_of)
+    valid = intent.intervals if intent.relation is Relation.AT else ()
+    return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of)
+
+
+def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:
+    """The card with lineage-derived valid interval (versioned series) and successor/correction as of."""
+    span = lineage.span(card.doc_id)
+    if span is None:
+        return card
+    valid = span.valid if lineage.is_versioned(card.series_id) else None
+    return replace(card, superseded_by=span.superseded_by, corrected_by=span.corrected_by,
+                   valid_from=valid.start if valid else card.valid_from,
+                   valid_until=valid.end if valid else card.valid_until)
+
+
+def with_intervals(intent: TemporalIntent, intervals: list[Interval], relation: Relation) -> TemporalIntent:
+    """A copy of ``intent`` with explicit intervals (evaluation and tests)."""
+    return replace(intent, intervals=tuple(intervals), relation=relation)

@@ -1,0 +1,183 @@
+"""Rule-based question parser: question -> :class:`~diachron.schemas.intent.TemporalIntent` (TA-RAG §3.2).
+
+The time expressions are found and resolved by the tagger (:func:`diachron.temporal.tagger.extract_mentions`)
+against the question's clock ``now``, in the one declared zone ``IntentConfig.timezone``; the words around
+them decide the relation (``between``, ``at``, ``before``, ``after``, ``current``, ``unknown``). Intervals
+are half-open UTC ``[start, end)``. This module only returns typed values; it never builds queries.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, TimeMention, extract_mentions
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
+
+__all__ = ["IntentConfig", "parse_intent"]
+
+logger = logging.getLogger(__name__)
+
+_I = re.IGNORECASE
+_UP_TO_NOW = re.compile(r"\b(?:up\s+(?:to|until)\s+(?:now|today|the\s+present)|until\s+now|till\s+now|so\s+far|"
+                        r"to\s+date|thus\s+far)\b", _I)
+_CURRENT = re.compile(r"\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|these\s+days|now|"
+                      r"current|today's|today’s|present-day)\b", _I)
+_CURRENT_REMOVABLE = re.compile(r"\s*\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|"
+                                r"these\s+days)\b", _I)
+_BEFORE_EXCLUSIVE = re.compile(r"\b(?:before|prior\s+to|earlier\s+than)\s+(?:the\s+)?$", _I)
+_BEFORE_INCLUSIVE = re.compile(r"\b(?:until|till|up\s+to|up\s+until|through|by|no\s+later\s+than)\s+(?:the\s+)?$",
+                               _I)
+_AFTER_EXCLUSIVE = re.compile(r"\b(?:after|later\s+than)\s+(?:the\s+)?$", _I)
+_AFTER_INCLUSIVE = re.compile(r"\b(?:since|from|starting(?:\s+(?:in|from|on))?|beginning(?:\s+(?:in|on))?)\s+"
+                              r"(?:the\s+)?$", _I)
+_CONNECTORS = re.compile(r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
+                         r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
+                         r"later\s+than|starting|beginning|the)\s+)+$", _I)
+_VALID_AT = re.compile(r"\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
+                       r"(?:on|in|at|as\s+of|during)\s+(?:the\s+)?$", _I)
+_RELATIVE = re.compile(r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
+                       r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", _I)
+
+
+@dataclass(frozen=True)
+class IntentConfig:
+    """Configuration of :func:`parse_intent`.
+
+    Attributes:
+        timezone: the one declared IANA zone in which relative expressions ("last quarter") resolve; a
+            client's own zone must not shift them.
+        fiscal: the fiscal calendar for "FY23 Q4" and "this fiscal year".
+    """
+
+    timezone: str = "UTC"
+    fiscal: FiscalCalendar = field(default_factory=FiscalCalendar)
+
+
+@dataclass
+class _Reading:
+    intervals: list[Interval] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    removals: list[tuple[int, int]] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+
+def parse_intent(question: str, *, now: datetime, config: IntentConfig | None = None) -> TemporalIntent:
+    """Split a question into a core query and its reference interval(s).
+
+    Args:
+        question: the user's question.
+        now: the reference clock (aware; naive means UTC) against which relative expressions resolve.
+        config: time zone and fiscal calendar; defaults to UTC and the calendar year.
+
+    Returns:
+        The intent: intervals half-open UTC; relation ``unknown`` with no intervals when the question
+        has no time.
+    """
+    config = config or IntentConfig()
+    now = to_utc(now)
+    tagger = TaggerConfig(timezone=config.timezone, fiscal=config.fiscal)
+    mentions = [m for m in extract_mentions(question, reference=now, config=tagger) if not _is_todays(m, question)]
+    reading = _read_mentions(question, mentions, now, config) if mentions else _read_clock(question, now)
+    relation = _combine(reading)
+    granularity = max((i.granularity for i in reading.intervals), key=lambda g: g.rank, default=None)
+    confidence = 0.5 if relation is Relation.UNKNOWN else 0.8 if reading.assumptions else 1.0
+    return TemporalIntent(
+        core_query=_core_query(question, reading.removals),
+        intervals=tuple(reading.intervals),
+        relation=relation,
+        reference_time=now,
+        granularity=granularity,
+        confidence=confidence,
+        assumptions=tuple(reading.assumptions),
+    )
+
+
+def _is_todays(mention: TimeMention, question: str) -> bool:
+    """"today's price" asks about the present state, not about the whole day."""
+    return mention.text.lower() == "today" and question[mention.span[1]:mention.span[1] + 2] in ("'s", "’s")
+
+
+def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, config: IntentConfig) -> _Reading:
+    reading = _Reading()
+    for mention in mentions:
+        start, end = mention.span
+        before_text = question[:start]
+        interval, relation = _relate(mention, before_text)
+        reading.intervals.append(interval)
+        reading.relations.append(relation)
+        cue = _CONNECTORS.search(before_text)
+        reading.removals.append((cue.start() if cue else start, end))
+        if _RELATIVE.search(mention.text):
+            reading.assumptions.append(
+                f"'{mention.text}' resolved against {format_instant(now)} in {config.timezone}")
+        if interval.is_open:
+            reading.assumptions.append(f"'{question[cue.start() if cue else start:end].strip()}' read as {interval}")
+    return reading
+
+
+def _relate(mention: TimeMention, before_text: str) -> tuple[Interval, Relation]:
+    """The interval and relation of one mention, from the words just before it."""
+    iv = mention.interval
+    if mention.is_range:
+        return iv, Relation.BETWEEN
+    if _VALID_AT.search(before_text):  # "which rule applied on 20 April": valid time, not event time
+        return iv, Relation.CURRENT
+    if _BEFORE_EXCLUSIVE.search(before_text):
+        return Interval(None, iv.start, iv.granularity), Relation.BEFORE
+    if _BEFORE_INCLUSIVE.search(before_text):
+        return Interval(None, iv.end, iv.granularity), Relation.BEFORE
+    if _AFTER_EXCLUSIVE.search(before_text):
+        return Interval(iv.end, None, iv.granularity), Relation.AFTER
+    if _AFTER_INCLUSIVE.search(before_text):
+        return Interval(iv.start, None, iv.granularity), Relation.AFTER
+    return iv, Relation.AT
+
+
+def _read_clock(question: str, now: datetime) -> _Reading:
+    """No explicit time: "so far" / "up to now" (before now), "currently" (at now), or nothing."""
+    reading = _Reading()
+    up_to_now = _UP_TO_NOW.search(question)
+    if up_to_now:
+        reading.intervals.append(Interval(None, now, Granularity.INSTANT))
+        reading.relations.append(Relation.BEFORE)
+        reading.removals.append(up_to_now.span())
+        reading.assumptions.append(f"'{up_to_now[0]}' read as before {format_instant(now)}")
+    elif _CURRENT.search(question):
+        reading.intervals.append(Interval.at(now))
+        reading.relations.append(Relation.CURRENT)
+        reading.removals.extend(m.span() for m in _CURRENT_REMOVABLE.finditer(question))
+        reading.assumptions.append(f"current state read at {format_instant(now)}")
+    return reading
+
+
+def _combine(reading: _Reading) -> Relation:
+    """One relation for the question; "after A … before B" becomes the range between them."""
+    kinds = set(reading.relations)
+    if not kinds:
+        return Relation.UNKNOWN
+    if len(kinds) == 1:
+        return reading.relations[0]
+    if kinds == {Relation.BEFORE, Relation.AFTER}:
+        hull = reading.intervals[0]
+        for other in reading.intervals[1:]:
+            hull = hull.intersection(other) or hull
+        reading.intervals[:] = [hull]
+        return Relation.BETWEEN
+    logger.debug("mixed relations %s; keeping the first", kinds)
+    return reading.relations[0]
+
+
+def _core_query(question: str, removals: list[tuple[int, int]]) -> str:
+    """The question without its time expressions and their connecting words, punctuation tidied."""
+    text = question
+    for start, end in sorted(removals, reverse=True):
+        text = text[:start] + " " + text[end:]
+    text = re.sub(r"\s+", " ", text)
+    text = re.sub(r"(?:\s+\b(?:and|or)\b)+\s*(?=[?.!,;:]|$)", "", text)
+    text = re.sub(r"\s+([?.!,;:])", r"\1", text)
+    text = re.sub(r"([,;:])(?=[,;:?.!])", "", text)
+    return re.sub(r"^[\s,;:.\-–]+", "", text).strip()

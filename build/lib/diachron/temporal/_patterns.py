@@ -1,0 +1,140 @@
+"""Regular expressions and word tables of the rule-based temporal tagger (see ``tagger.py``).
+
+Month and weekday names are matched case-sensitively (``May`` the month, not "may" the verb); every
+other word case-insensitively. Patterns only *find* expressions; ``tagger.py`` resolves them.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CLOCK_RANGE",
+    "DAY_RANGE",
+    "DAY_RANGE_SHARED_YEAR",
+    "DECADE",
+    "DURATION_ENDED",
+    "FISCAL_RELATIVE",
+    "FISCAL_YEAR",
+    "HALF",
+    "ISO_DATE",
+    "MONTHS",
+    "MONTH_RANGE_YEAR",
+    "MONTH_YEAR",
+    "NUMERIC_DATE",
+    "NUMBER_WORDS",
+    "ORDINAL_WORDS",
+    "QUARTER",
+    "RANGE",
+    "RELATIVE_AGO",
+    "RELATIVE_DAY",
+    "RELATIVE_ORDINAL_DAY",
+    "RELATIVE_PERIOD",
+    "WEEKDAY",
+    "WEEKDAYS",
+    "WORD_DATE_DMY",
+    "WORD_DATE_MDY",
+    "YEAR",
+    "YEAR_RANGE",
+    "month_number",
+    "number_value",
+    "ordinal_value",
+]
+
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+          "october", "november", "december"]
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+                "eighteen": 18, "twenty-four": 24}
+_ORDINAL_LIST = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+                 "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth",
+                 "seventeenth", "eighteenth", "nineteenth", "twentieth"]
+ORDINAL_WORDS = {word: i + 1 for i, word in enumerate(_ORDINAL_LIST)}
+ORDINAL_WORDS |= {f"twenty-{w}": 20 + i + 1 for i, w in enumerate(_ORDINAL_LIST[:9])}
+ORDINAL_WORDS |= {"thirtieth": 30, "thirty-first": 31}
+
+_MONTH_ABBR = r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
+MONTH = (r"(?-i:(?:January|February|March|April|May|June|July|August|September|October|November|"
+         rf"December)|(?:{_MONTH_ABBR})\.?(?![a-z]))")
+_ORD_WORD = "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
+DAY = rf"(?:[0-3]?\d(?:st|nd|rd|th)?|{_ORD_WORD})"
+YEAR4 = r"(?:1[6-9]\d\d|2[01]\d\d)"
+_NUM = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+NUMBER = rf"(?:\d{{1,2}}|{_NUM})"
+_FY = r"(?:FY\s?'?(?:\d{4}|\d{2})\b|fiscal\s+(?:year\s+)?(?:of\s+)?" + YEAR4 + ")"
+
+
+def _c(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+WORD_DATE_MDY = _c(rf"\b(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d),?\s*(?P<year>{YEAR4})\b")
+WORD_DATE_DMY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})(?:\s+day)?\s+(?:of\s+)?(?P<month>{MONTH}),?\s+(?P<year>{YEAR4})\b")
+DAY_RANGE = _c(rf"\b(?:from\s+)?(?P<month>{MONTH})\s+(?P<d1>{DAY})\s*(?:-|–|to|through)\s*(?P<d2>{DAY})(?!\d),?\s*"
+               rf"(?P<year>{YEAR4})\b")
+# A day range whose first end omits the year (and maybe the month): "from 3 June to 7 June 2024",
+# "between June 3 and June 7, 2024", "between 3 and 7 June 2024"; both ends share the year.
+_TO = r"(?:-|–|to|through|until|till|and)"
+DAY_RANGE_SHARED_YEAR = _c(
+    rf"\b(?:from\s+|between\s+)?(?:(?P<d1>{DAY})(?:\s+(?:of\s+)?(?P<m1>{MONTH}))?\s*{_TO}\s*(?P<d2>{DAY})\s+(?:of\s+)?"
+    rf"(?P<m2>{MONTH})|(?P<m1b>{MONTH})\s+(?P<d1b>{DAY}),?\s*{_TO}\s*(?P<m2b>{MONTH})\s+(?P<d2b>{DAY})(?!\d)),?\s+"
+    rf"(?P<year>{YEAR4})\b")
+ISO_DATE = _c(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?\b")
+NUMERIC_DATE = _c(r"(?<![\d.,/$])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<year>\d{4}|\d{2})"
+                  r"(?![\d/-]|\.\d)")
+MONTH_YEAR = _c(rf"\b(?P<month>{MONTH}),?\s+(?:of\s+)?(?P<year>{YEAR4})\b")
+MONTH_RANGE_YEAR = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH})\s*(?:-|–|—|to|through|until|till|and)\s*"
+                      rf"(?P<m2>{MONTH}),?\s+(?P<year>{YEAR4})\b")
+YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|"
+          r"miles|shares|men|people|persons|dollars|feet|pounds)\b)")
+YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR4})\s*[-–—/]\s*(?P<y2>{YEAR4}|\d{{2}})(?![\d%/-])")
+DECADE = _c(r"\b(?:the\s+)?(?:(?:early|mid|late)[-\s])?(?P<decade>1[6-9]\d0|20\d0)'?s\b")
+QUARTER = _c(rf"\b(?:(?:Q(?P<q1>[1-4])|(?P<qw>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter)"
+             rf"(?:\s+of)?\s*(?:(?P<fy1>{_FY})|(?P<y1>{YEAR4}))"
+             rf"|(?P<fy2>{_FY})\s*Q(?P<q2>[1-4]))\b")
+HALF = _c(rf"\b(?:(?:H(?P<h1>[12])|(?P<hw>first|second)\s+half)(?:\s+of)?\s*(?:(?P<fy1>{_FY})|(?P<y1>{YEAR4}))"
+          rf"|(?P<fy2>{_FY})\s*H(?P<h2>[12]))\b")
+FISCAL_YEAR = _c(rf"\b(?P<fy>{_FY})|\b(?P<year>{YEAR4})\s+fiscal\s+year\b")
+FISCAL_RELATIVE = _c(r"\b(?:the\s+)?(?P<which>present|current|this|last|past|previous|preceding|next|coming|"
+                     r"ensuing)\s+fiscal\s+year\b")
+DURATION_ENDED = _c(rf"\b(?:(?P<n>{NUMBER})\s+(?P<unit>months|weeks)|(?:the\s+)?(?:fiscal\s+)?(?P<kind>year|"
+                    rf"quarter|half[-\s]year))\s+end(?:ed|ing)\s+(?:on\s+)?"
+                    rf"(?P<month>{MONTH})(?:\s+(?P<day>{DAY}))?(?!\d),?\s*(?P<year>{YEAR4})\b"
+                    rf"(?P<more>(?:\s*(?:,|and|,\s*and)\s*{YEAR4}\b)*)")
+RELATIVE_DAY = _c(r"\b(?P<word>today|yesterday|tomorrow)\b")
+RELATIVE_PERIOD = _c(r"\b(?:the\s+)?(?P<which>this|last|next|previous|preceding|current|present|coming)\s+"
+                     r"(?P<unit>week|month|quarter|year)\b")
+RELATIVE_AGO = _c(rf"\b(?P<n>{NUMBER})\s+(?P<unit>day|week|month|quarter|year)s?\s+ago\b")
+RELATIVE_ORDINAL_DAY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})\s+of\s+(?:the\s+)?(?P<which>this|last|next|previous|"
+                          r"current)\s+month\b")
+WEEKDAY = _c(r"\b(?:(?P<which>next|last|this|this\s+coming|this\s+past)\s+)?"
+             r"(?P<weekday>(?-i:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday))\b")
+_CLOCK = r"(?:[01]?\d)(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?"
+_DAYREF = rf"(?:today|tomorrow|yesterday|(?:on\s+)?{MONTH}\s+{DAY},?\s*{YEAR4})"
+CLOCK_RANGE = _c(rf"\b(?:(?P<day1>{_DAYREF})\s+)?(?:from\s+|between\s+)?(?P<t1>{_CLOCK})"
+                 rf"\s*(?:-|–|to|until|till|and)\s*(?P<t2>{_CLOCK})(?:\s+(?P<day2>{_DAYREF}))?\b")
+_ATOM = (rf"(?:{MONTH}\s+{DAY},?\s*{YEAR4}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR4}|{MONTH},?\s+{YEAR4}"
+         rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
+RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
+           rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")
+
+
+def month_number(name: str) -> int:
+    """1..12 for a month name or abbreviation ("Sept.", "march")."""
+    key = name.strip(". ").lower()[:3]
+    return [m[:3] for m in MONTHS].index(key) + 1
+
+
+def ordinal_value(text: str) -> int:
+    """Day number of "1st", "15", "fourth", "twenty-first"."""
+    word = text.strip().lower()
+    if word in ORDINAL_WORDS:
+        return ORDINAL_WORDS[word]
+    return int(re.sub(r"\D", "", word))
+
+
+def number_value(text: str) -> int:
+    """Integer value of "9", "nine", "a"."""
+    word = text.strip().lower()
+    return NUMBER_WORDS[word] if word in NUMBER_WORDS else int(word)
