@@ -31,8 +31,7 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     window_gaps,
 )
-from diachron.retrieval.fast_search import FastSearcher
-from diachron.retrieval.search import Hit, TemporalSearcher
+from diachron.retrieval.search import Hit, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, Signal
@@ -75,8 +74,8 @@ class Client:
         self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
         self.intent_config = intent_config or IntentConfig()
         self.anchor_policy = anchor_policy
-        self.searcher = TemporalSearcher(self.chunks, temporal_weight=temporal_weight)
-        self._fast: FastSearcher | None = None
+        self.temporal_weight = temporal_weight
+        self._index: Searcher | None = None
         self._check_embedder(names)
         self._extent: Interval | None = None
 
@@ -92,6 +91,7 @@ class Client:
     @property
     def extent(self) -> Interval | None:
         """The index's event-time extent ``[min start, max end)``, used to bound open-ended questions."""
+        self._searcher()  # a newer table version resets the extent
         if self._extent is None:
             import pyarrow.compute as pc
 
@@ -154,23 +154,27 @@ class Client:
             intent = replace(intent, needs_clarification=True)
         trace = SearchTrace(filter=time_filter.to_dict(), candidates_after_filter=self._count(time_filter),
                             anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
-                            rejected_examples=tuple(self.searcher.outside_examples(vector, time_filter)),
+                            rejected_examples=tuple(self._searcher().outside_examples(vector, time_filter)),
                             seconds={**seconds, "total": time.perf_counter() - t0})
         return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
 
-    def _searcher(self, time_filter: TimeFilter) -> TemporalSearcher | FastSearcher:
-        """Event-time filters go through the in-memory interval index (:mod:`diachron.retrieval.fast_search`, exact,
-        8–13x faster than the SQL prefilter at 100k chunks, see bench/speed); the rest through LanceDB."""
-        if not time_filter.event:
-            return self.searcher
-        if self._fast is None or self._fast.is_stale():
-            self._fast = FastSearcher(self.chunks, temporal_weight=self.searcher.temporal_weight)
-        return self._fast
+    def _searcher(self, time_filter: TimeFilter | None = None) -> Searcher:
+        """The searcher over the latest table version (:mod:`diachron.retrieval.search`, every filter kind).
+
+        Checks the table's latest version on storage per call (≈ 20 µs) and rebuilds the in-memory
+        interval index when rows were written since it was built, so a long-lived client sees new rows.
+        """
+        if self._index is None or self._index.is_stale():
+            if self._index is not None:
+                self.chunks.checkout_latest()
+                if self.documents is not None:
+                    self.documents.checkout_latest()
+                self._extent = None
+            self._index = Searcher(self.chunks, temporal_weight=self.temporal_weight)
+        return self._index
 
     def _count(self, time_filter: TimeFilter) -> int:
-        if time_filter.event:
-            return len(self._searcher(time_filter).candidates(time_filter))  # type: ignore[union-attr]
-        return self.searcher.count_candidates(time_filter)
+        return self._searcher().count(time_filter)
 
     def _admission(self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
                    ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
@@ -181,7 +185,7 @@ class Client:
             windows = intent.intervals
             return (lambda row: any(lineage.admits(row["doc_id"], row["series_id"], w) for w in windows)), []
         if intent.relation is Relation.UNKNOWN and mentions_earlier_version(intent.core_query):
-            top = [h.row["series_id"] for h in self._searcher(time_filter).search(vector, time_filter, k=10)]
+            top = [h.row["series_id"] for h in self._searcher().search(vector, time_filter, k=10)]
             series = [sid for sid in top if lineage.is_versioned(sid)][:1]
             clarifications, admitted = clarify(lineage, series, intent.reference_time)
             return (lambda row: row["doc_id"] in admitted or row["series_id"] not in series), clarifications
@@ -192,7 +196,7 @@ class Client:
         """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few."""
         limit = k
         while True:
-            hits = self._searcher(time_filter).search(vector, time_filter, k=limit)
+            hits = self._searcher().search(vector, time_filter, k=limit)
             kept = hits if admit is None else [h for h in hits if admit(h.row)]
             if len(kept) >= k or len(hits) < limit:
                 return kept[:k]

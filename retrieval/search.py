@@ -1,35 +1,49 @@
-"""Interval-prefiltered vector search on the LanceDB ``chunks`` table (TA-RAG §3.4, DESIGN "Search").
+"""Interval-filtered top-k over the ``chunks`` table: the one search path (TA-RAG §3.4, DESIGN "Search").
 
-Candidates are the chunks whose event intervals overlap the query intervals: LanceDB prefilters on the
-chunk's interval hull (BTREE-indexed ``event_start``/``event_end``) inside the k-NN step, then each hit
-is checked exactly against its own intervals; when the exact check leaves fewer than ``k``, the fetch
-widens until ``k`` are found or the candidates run out.
+**Candidates.** :class:`~diachron.retrieval.interval_index.IntervalIndex` holds the time columns of one
+table snapshot in memory and gives the exact candidate rows for every filter kind (event time: a chunk
+interval overlaps a query interval, half-open; valid time; transaction time ``as_of``; none). No SQL
+filter is built for search.
 
-Ranking: cosine similarity to e_hypo (TA-RAG), plus ``temporal_weight`` x the chunk's *temporal focus*:
-the fraction of its event intervals that overlap the query intervals. A chunk that merely mentions one
-in-window date as a reference point (a prior close, a year-to-date base) ranks below one whose events lie
-in the window (time-aware ranking in the spirit of Kanhabua & Nørvåg, 2010). ``temporal_weight=0`` is the
-paper's pure-similarity ranking; the candidates re-ranked are the top ``max(3k, 50)`` by similarity.
+**Scores.** The candidates' vectors are read from LanceDB with ``take`` in pieces of ``piece_rows`` and
+scored exactly (inner product of unit vectors = cosine similarity) as they arrive; the best ``depth``
+are kept. Reads are fastest when rows are stored in time order (a window's candidates then form a few
+contiguous runs).
+
+**Ranking** (:func:`rank`, the only place it is defined): cosine similarity to e_hypo (TA-RAG) plus
+``temporal_weight`` x the chunk's *temporal focus* (:meth:`IntervalIndex.focus`: the fraction of its
+event intervals that overlap the query intervals). A chunk that merely mentions one in-window date as a
+reference point (a prior close, a year-to-date base) ranks below one whose events lie in the window
+(time-aware ranking in the spirit of Kanhabua & Nørvåg, 2010). ``temporal_weight=0`` is the paper's
+pure-similarity ranking; with an event filter and a non-zero weight the top ``max(3k, 50)`` by similarity
+are re-ranked.
+
+**Snapshot.** A :class:`Searcher` reads the table version current when it was built (row offsets belong
+to that version); :meth:`Searcher.is_stale` compares it with the latest version on storage (≈ 20 µs), and
+the ``Client`` rebuilds the searcher when rows were written since.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.schemas.records import intervals_from_arrow
+from diachron.retrieval.interval_index import IntervalIndex, bounds
 
-__all__ = ["Hit", "TemporalSearcher"]
+__all__ = ["COLUMNS", "Hit", "Searcher", "rank"]
 
 log = logging.getLogger(__name__)
 
 COLUMNS = ["chunk_id", "doc_id", "series_id", "seq", "text", "published_at", "intervals", "time_source",
            "valid_from", "valid_until", "recorded_at"]
+PIECE_ROWS = 1024
+EXAMPLE_POOL = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,69 +55,129 @@ class Hit:
     focus: float = 1.0
 
 
-class TemporalSearcher:
-    """Exact interval-overlap prefiltered top-k over a LanceDB table with the ``chunks`` schema."""
+def rank(similarity: np.ndarray, focus: np.ndarray, temporal_weight: float) -> np.ndarray:
+    """Ranking score of candidates: ``similarity + temporal_weight × focus`` (float64, same shape)."""
+    return np.asarray(similarity, dtype=np.float64) + temporal_weight * np.asarray(focus, dtype=np.float64)
 
-    def __init__(self, table: Any, *, temporal_weight: float = 0.1) -> None:
+
+def _matrix(data: Any) -> np.ndarray:
+    """The ``vector`` column of an Arrow table as float32 ``(rows, dim)`` (no copy when contiguous)."""
+    column = data.column("vector").combine_chunks()
+    return column.values.to_numpy().reshape(len(column), -1)
+
+
+class Searcher:
+    """Exact filtered top-k over one snapshot of a LanceDB ``chunks`` table (vectors unit norm).
+
+    Args:
+        table: a LanceDB table with the ``chunks`` schema.
+        temporal_weight: weight of temporal focus in the ranking (0 = pure similarity, the paper's).
+        piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
+    """
+
+    def __init__(self, table: Any, *, temporal_weight: float = 0.1, piece_rows: int = PIECE_ROWS) -> None:
+        t0 = time.perf_counter()
         self.table = table
+        self.dataset = table.to_lance()
+        self.version = self.dataset.version
         self.temporal_weight = temporal_weight
+        self.piece_rows = piece_rows
+        self.index = IntervalIndex.from_dataset(self.dataset)
+        self.num_rows = self.index.num_rows
+        self.build_seconds = time.perf_counter() - t0
+
+    def is_stale(self) -> bool:
+        """True when the table on storage has a newer version than this searcher's snapshot."""
+        return self.dataset.latest_version != self.version
+
+    def candidates(self, time_filter: TimeFilter) -> np.ndarray:
+        """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.candidates`)."""
+        return self.index.candidates(time_filter)
+
+    def count(self, time_filter: TimeFilter) -> int:
+        """Number of rows passing ``time_filter`` (exact, from the in-memory index)."""
+        return len(self.candidates(time_filter))
+
+    def scored_pieces(self, rows: np.ndarray, vector: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(offsets, cosine float32)`` for ``rows``, read with ``take`` in pieces of ``piece_rows``."""
+        query = np.asarray(vector, dtype=np.float32)
+        for lo in range(0, len(rows), self.piece_rows):
+            piece = rows[lo:lo + self.piece_rows]
+            yield piece, _matrix(self.dataset.take(piece, columns=["vector"])) @ query
+
+    def exact_top(self, rows: np.ndarray, vector: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, cosine)`` of the ``depth`` most similar of ``rows``, best first (exact)."""
+        best_rows = np.empty(0, dtype=np.int64)
+        best_scores = np.empty(0, dtype=np.float32)
+        for piece, scores in self.scored_pieces(rows, vector):
+            best_rows = np.concatenate([best_rows, piece])
+            best_scores = np.concatenate([best_scores, scores])
+            if len(best_rows) > depth:
+                keep = np.argpartition(-best_scores, depth)[:depth]
+                best_rows, best_scores = best_rows[keep], best_scores[keep]
+        order = np.argsort(-best_scores, kind="stable")
+        return best_rows[order], best_scores[order]
+
+    def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, cosine)`` of the ``k`` most similar candidates, best first."""
+        return self.exact_top(self.candidates(time_filter), vector, k)
 
     def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
                temporal_weight: float | None = None) -> list[Hit]:
-        """Top-``k`` chunks passing ``time_filter``, best first.
+        """Top-``k`` chunks passing ``time_filter``, best by :func:`rank` first.
 
         Args:
             vector: query embedding, float32 ``(dim,)``, unit norm.
-            time_filter: typed filter; an empty filter searches everything.
-            k: number of hits (top-k).
-            temporal_weight: weight of temporal focus in the ranking (default: the searcher's).
+            time_filter: typed filter; an empty filter searches every row.
+            k: number of hits (top-k); fewer when fewer rows pass.
+            temporal_weight: weight of temporal focus (default: the searcher's).
+
+        Returns:
+            :class:`Hit` rows with the ``COLUMNS``; ``score`` = cosine, ``focus`` in [0, 1].
         """
         weight = self.temporal_weight if temporal_weight is None else temporal_weight
-        depth = max(3 * k, 50) if time_filter.event and weight else k
-        hits = self._candidates(vector, time_filter, depth)
-        if time_filter.event and weight:
-            hits.sort(key=lambda h: h.score + weight * h.focus, reverse=True)
-        return hits[:k]
-
-    def _candidates(self, vector: np.ndarray, time_filter: TimeFilter, depth: int) -> list[Hit]:
-        """The ``depth`` most similar chunks passing the exact filter, by cosine similarity."""
-        where = time_filter.sql()
-        limit = max(depth, 10)
-        while True:
-            query = self.table.search(vector.tolist()).distance_type("cosine").select(COLUMNS).limit(limit)
-            if where:
-                query = query.where(where, prefilter=True)
-            rows = query.to_list()
-            hits = []
-            for r in rows:
-                intervals = intervals_from_arrow(r["intervals"])
-                if time_filter.matches(intervals):
-                    hits.append(Hit(r, 1.0 - float(r["_distance"]), time_filter.focus(intervals)))
-            if len(hits) >= depth or len(rows) < limit:
-                return hits[:depth]
-            limit *= 4
-
-    def count_candidates(self, time_filter: TimeFilter) -> int:
-        """Exact number of chunks passing ``time_filter`` (scans the hull-prefiltered rows' intervals)."""
-        where = time_filter.sql()
-        if not time_filter.event:
-            return int(self.table.count_rows(where)) if where else int(self.table.count_rows())
-        data: pa.Table = self.table.to_lance().to_table(columns=["intervals"], filter=where)
-        return sum(time_filter.matches(intervals_from_arrow(v)) for v in data.column("intervals").to_pylist())
+        rerank = bool(time_filter.event) and bool(weight)
+        offsets, scores = self.top_k_offsets(vector, time_filter, k=max(3 * k, 50) if rerank else k)
+        focus = self.index.focus(offsets, time_filter)
+        if rerank:
+            order = np.argsort(-rank(scores, focus, weight), kind="stable")[:k]
+            offsets, scores, focus = offsets[order], scores[order], focus[order]
+        if not len(offsets):
+            return []
+        rows = self.dataset.take(offsets, columns=COLUMNS).to_pylist()
+        return [Hit(row, float(s), float(f)) for row, s, f in zip(rows, scores, focus, strict=True)]
 
     def outside_examples(self, vector: np.ndarray, time_filter: TimeFilter, *, n: int = 3) -> list[dict[str, Any]]:
-        """The most similar chunks that the time filter rejected (for the trace)."""
-        if time_filter.is_empty:
+        """The most similar chunks the time filter rejected, with the reason (for the trace).
+
+        Scores every rejected row when at most ``EXAMPLE_POOL`` are rejected, else an evenly spaced sample
+        of that many (examples, not a ranking). Returns ``[{"chunk_id", "doc_id", "score", "why"}]``.
+        """
+        if time_filter.is_empty or not self.num_rows:
             return []
-        rows = (self.table.search(vector.tolist()).distance_type("cosine")
-                .select(["chunk_id", "doc_id", "intervals", "time_status"]).limit(n * 4).to_list())
-        out = []
-        for r in rows:
-            if not time_filter.event or not time_filter.matches(intervals_from_arrow(r["intervals"])):
-                out.append({"chunk_id": r["chunk_id"], "doc_id": r["doc_id"],
-                            "score": round(1.0 - float(r["_distance"]), 6),
-                            "why": "no event interval overlaps the query" if r["time_status"] == "known"
-                            else "unknown time"})
-            if len(out) == n:
-                break
-        return out
+        rejected = np.ones(self.num_rows, dtype=bool)
+        rejected[self.candidates(time_filter)] = False
+        rows = np.flatnonzero(rejected)
+        if len(rows) > EXAMPLE_POOL:
+            rows = rows[np.linspace(0, len(rows) - 1, EXAMPLE_POOL).astype(np.int64)]
+        offsets, scores = self.exact_top(rows, vector, n)
+        if not len(offsets):
+            return []
+        ids = self.dataset.take(offsets, columns=["chunk_id", "doc_id"]).to_pylist()
+        return [{**r, "score": round(float(s), 6), "why": self._why(int(o), time_filter)}
+                for r, s, o in zip(ids, scores, offsets, strict=True)]
+
+    def _why(self, row: int, time_filter: TimeFilter) -> str:
+        """The first filter clause that rejects ``row``."""
+        index = self.index
+        if time_filter.event:
+            lo, hi = index.first_interval[row], index.first_interval[row + 1]
+            if lo == hi:
+                return "unknown time"
+            if not index.focus(np.array([row]), time_filter)[0]:
+                return "no event interval overlaps the query"
+        if time_filter.valid and not any(index.valid_from[row] < bounds(q)[1] and index.valid_until[row] > bounds(q)[0]
+                                         for q in time_filter.valid):
+            return "version not valid in the window"
+        return "recorded after as_of"

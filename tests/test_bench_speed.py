@@ -9,9 +9,9 @@ import pytest
 from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, generate, queries
 from bench.speed.layout import time_sorted
-from diachron.retrieval.fast_search import OPEN_FUTURE, FastSearcher
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.search import TemporalSearcher
+from diachron.retrieval.interval_index import OPEN_FUTURE
+from diachron.retrieval.search import Searcher
 from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
 from diachron.schemas.time import Interval
 
@@ -43,11 +43,18 @@ def test_generator_is_deterministic_and_follows_the_chunks_schema():
     assert all(np.array_equal(x.vector, y.vector) for x, y in zip(queries(2), queries(2), strict=True))
 
 
-def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray) -> list[str]:
-    """Independent ground truth: Interval.overlaps on each row's intervals, then a full dot product."""
+def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight: float = 0.0) -> list[str]:
+    """Independent ground truth: Interval.overlaps on each row's intervals, then a full dot product;
+    with ``weight``, the top max(3k, 50) by similarity re-ranked by similarity + weight x focus."""
     keep = [r for r in rows if any(i.overlaps(window) for i in intervals_from_arrow(r["intervals"]))]
     scores = np.array([np.dot(np.asarray(r["vector"], dtype=np.float32), vector) for r in keep])
-    return [keep[i]["chunk_id"] for i in np.argsort(-scores)[:K]]
+    order = np.argsort(-scores)
+    if not weight:
+        return [keep[i]["chunk_id"] for i in order[:K]]
+    pool = order[:max(3 * K, 50)]
+    focus = [np.mean([i.overlaps(window) for i in intervals_from_arrow(keep[j]["intervals"])]) for j in pool]
+    ranked = sorted(zip(pool, focus, strict=True), key=lambda p: -(scores[p[0]] + weight * p[1]))
+    return [keep[j]["chunk_id"] for j, _ in ranked[:K]]
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +75,7 @@ def test_every_search_path_returns_the_exact_top_10(tables):
     arrays = load_arrays(chunks.to_lance())
     ids = [r["chunk_id"] for r in rows]
     brute, paper = BruteForce(arrays), PaperDesign(arrays)
-    diachron = TemporalSearcher(chunks, temporal_weight=0.0)
-    fast, fast_sorted = FastSearcher(chunks, temporal_weight=0.0), FastSearcher(ordered, temporal_weight=0.0)
+    fast, fast_sorted = Searcher(chunks, temporal_weight=0.0), Searcher(ordered, temporal_weight=0.0)
     # a window starting where a chunk's only interval ends, queried with that chunk's own vector: touching
     # is not overlapping (half-open), so the best-scoring chunk must stay out
     toucher = next(r for r in rows if len(r["intervals"]) == 1 and r["intervals"][0]["granularity"] == "day")
@@ -86,24 +92,23 @@ def test_every_search_path_returns_the_exact_top_10(tables):
         assert [ids[i] for i in brute.search(vector, start, end, K)[0]] == truth
         assert [ids[i] for i in paper.search(vector, start, end, K)[0]] == truth
         time_filter = TimeFilter(event=(window,))
-        for searcher in (diachron, fast, fast_sorted):
+        by_id = {r["chunk_id"]: r for r in rows}
+        for searcher in (fast, fast_sorted):
             hits = searcher.search(vector, time_filter, k=K)
-            assert [h.row["chunk_id"] for h in hits] == truth, type(searcher).__name__
-        scores = [h.score for h in fast.search(vector, time_filter, k=K)]
-        expected = [h.score for h in diachron.search(vector, time_filter, k=K)]
-        assert np.allclose(scores, expected, atol=1e-5)
-        # with re-ranking by temporal focus, the fast path ranks exactly like TemporalSearcher
-        reranked = TemporalSearcher(chunks, temporal_weight=0.1).search(vector, time_filter, k=K)
-        fast_reranked = fast_sorted.search(vector, time_filter, k=K, temporal_weight=0.1)
-        assert [h.row["chunk_id"] for h in fast_reranked] == [h.row["chunk_id"] for h in reranked]
-        assert np.allclose([h.focus for h in fast_reranked], [h.focus for h in reranked])
+            assert [h.row["chunk_id"] for h in hits] == truth
+            expected = [float(np.dot(np.asarray(by_id[h.row["chunk_id"]]["vector"], dtype=np.float32), vector))
+                        for h in hits]
+            assert np.allclose([h.score for h in hits], expected, atol=1e-5)
+        # with re-ranking by temporal focus: the independent re-rank of the same pool
+        reranked = fast_sorted.search(vector, time_filter, k=K, temporal_weight=0.1)
+        assert [h.row["chunk_id"] for h in reranked] == _exact_top_k(rows, window, vector, weight=0.1)
 
 
 @pytest.mark.integration
-def test_fast_searcher_applies_transaction_time_and_reads_one_snapshot(tmp_path):
+def test_searcher_applies_transaction_time_and_reads_one_snapshot(tmp_path):
     table, _ = generate(500, seed=12)
     chunks = lancedb.connect(str(tmp_path / "db")).create_table("chunks", data=table)
-    fast = FastSearcher(chunks)
+    fast = Searcher(chunks)
     rows = table.to_pylist()
     vector = np.asarray(rows[0]["vector"], dtype=np.float32)
     recorded = rows[0]["recorded_at"]  # every generated row has the same transaction time
@@ -115,4 +120,4 @@ def test_fast_searcher_applies_transaction_time_and_reads_one_snapshot(tmp_path)
     chunks.add(generate(1, seed=99)[0])
     assert fast.is_stale()
     assert len(fast.candidates(TimeFilter())) == len(rows)
-    assert len(FastSearcher(chunks).candidates(TimeFilter())) == len(rows) + 1
+    assert len(Searcher(chunks).candidates(TimeFilter())) == len(rows) + 1

@@ -1,4 +1,4 @@
-"""The in-memory interval index path agrees with exact overlap on instants before 1970 and open sides."""
+"""The one search path: exact candidates for every filter kind, instants before 1970, open sides."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from diachron.retrieval.fast_search import FastSearcher
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.search import TemporalSearcher
-from diachron.schemas.records import ChunkRecord, arrow_schema
+from diachron.retrieval.search import Searcher
+from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
 from diachron.schemas.time import Interval
 
 
@@ -19,18 +19,28 @@ def t(year: int, month: int = 1, day: int = 1) -> datetime:
     return datetime(year, month, day, tzinfo=UTC)
 
 
-def _row(chunk_id: str, intervals: list[tuple[datetime | None, datetime | None]], vector: list[float]) -> dict:
+def _row(chunk_id: str, intervals: list[tuple[datetime | None, datetime | None]], vector: list[float], *,
+         valid: tuple[datetime | None, datetime | None] = (None, None), recorded: datetime | None = None) -> dict:
     ivs = [{"start": s, "end": e, "granularity": "day", "text": None} for s, e in intervals]
     starts = [s for s, _ in intervals]
     ends = [e for _, e in intervals]
     return {"chunk_id": chunk_id, "doc_id": chunk_id, "series_id": chunk_id, "seq": 0, "text": chunk_id,
             "token_count": 1, "published_at": None, "intervals": ivs,
-            "event_start": None if None in starts else min(starts), "event_end": None if None in ends else max(ends),
-            "time_source": "event", "time_status": "known", "valid_from": None, "valid_until": None,
-            "annotator": "test", "embedder": "test/4", "recorded_at": t(2026), "run_id": "r", "vector": vector}
+            "event_start": None if None in starts or not starts else min(starts),
+            "event_end": None if None in ends or not ends else max(ends),
+            "time_source": "event" if intervals else "unknown", "time_status": "known" if intervals else "unknown",
+            "valid_from": valid[0], "valid_until": valid[1], "annotator": "test", "embedder": "test/4",
+            "recorded_at": recorded or t(2026), "run_id": "r", "vector": vector}
 
 
-def test_fast_and_sql_paths_select_the_same_chunks(tmp_path):
+def _sql_ids(table, tf: TimeFilter) -> set[str]:
+    """Independent check: LanceDB's SQL filter on the hull, then the exact per-interval check."""
+    where = tf.sql()
+    data = table.to_lance().to_table(columns=["chunk_id", "intervals"], filter=where).to_pylist()
+    return {r["chunk_id"] for r in data if tf.matches(intervals_from_arrow(r["intervals"]))}
+
+
+def test_candidates_match_hand_worked_overlaps_and_the_sql_filter(tmp_path):
     rows = [_row("wilson-1920", [(t(1920, 12, 7), t(1920, 12, 8))], [1, 0, 0, 0]),
             _row("hoover-1929", [(t(1929), t(1930)), (t(1931, 7), t(1932, 7))], [0, 1, 0, 0]),
             _row("lincoln-1862", [(t(1862, 12, 1), t(1862, 12, 2))], [0, 0, 1, 0]),
@@ -38,7 +48,7 @@ def test_fast_and_sql_paths_select_the_same_chunks(tmp_path):
             _row("modern", [(t(2020), t(2021))], [0.5, 0.5, 0.5, 0.5])]
     table = lancedb.connect(str(tmp_path / "db")).create_table(
         "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
-    fast, sql = FastSearcher(table), TemporalSearcher(table)
+    fast = Searcher(table)
     vector = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
     cases = {  # window -> chunks whose intervals overlap it, worked out by hand
         (t(1920), t(1941)): {"wilson-1920", "hoover-1929"},
@@ -50,6 +60,85 @@ def test_fast_and_sql_paths_select_the_same_chunks(tmp_path):
         tf = TimeFilter(event=(Interval(start, end),))
         got_fast = {table.to_lance().take([int(i)], columns=["chunk_id"]).column(0)[0].as_py()
                     for i in fast.candidates(tf)}
-        got_sql = {h.row["chunk_id"] for h in sql.search(vector, tf, k=10)}
+        got_sql = _sql_ids(table, tf)
         assert got_fast == expected == got_sql, (start, end)
         assert {h.row["chunk_id"] for h in fast.search(vector, tf, k=10)} == expected
+
+
+def _ids(table, offsets) -> set[str]:
+    return set(table.to_lance().take(np.asarray(offsets, dtype=np.int64), columns=["chunk_id"])
+               .column(0).to_pylist())
+
+
+def test_valid_time_transaction_time_and_no_filter_use_the_same_index(tmp_path):
+    rows = [_row("policy-v1", [(t(2020), t(2021))], [1, 0, 0, 0], valid=(t(2020), t(2022)), recorded=t(2020)),
+            _row("policy-v2", [(t(2022), t(2023))], [0, 1, 0, 0], valid=(t(2022), None), recorded=t(2022)),
+            _row("undated", [], [0, 0, 1, 0], recorded=t(2021)),
+            _row("late", [(t(2021), t(2022))], [0, 0, 0, 1], recorded=t(2024, 6))]
+    table = lancedb.connect(str(tmp_path / "db")).create_table(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+    searcher = Searcher(table)
+    cases = {  # worked out by hand from the rows above
+        TimeFilter(): {"policy-v1", "policy-v2", "undated", "late"},
+        # valid at 2021-06-01: v1 [2020, 2022); rows with open validity (undated, late) are valid always
+        TimeFilter(valid=(Interval.at(t(2021, 6)),)): {"policy-v1", "undated", "late"},
+        TimeFilter(valid=(Interval.at(t(2022)),)): {"policy-v2", "undated", "late"},  # v1 ends at 2022: excluded
+        TimeFilter(as_of=t(2021, 12)): {"policy-v1", "undated"},
+        TimeFilter(as_of=t(2022)): {"policy-v1", "policy-v2", "undated"},  # recorded_at <= as_of
+        # event + as_of: late overlaps the window in event time but was recorded after as_of
+        TimeFilter(event=(Interval(t(2020, 6), t(2023)),), as_of=t(2023)): {"policy-v1", "policy-v2"},
+    }
+    vector = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
+    for tf, expected in cases.items():
+        assert _ids(table, searcher.candidates(tf)) == expected, tf
+        assert searcher.count(tf) == len(expected)
+        assert {h.row["chunk_id"] for h in searcher.search(vector, tf, k=10)} == expected
+        assert _sql_ids(table, tf) == expected, tf  # the SQL filter (lineage's gaps) agrees
+
+
+def test_focus_ranking_and_rejected_examples(tmp_path):
+    rows = [_row("focused", [(t(1929), t(1930))], [0.96, 0.28, 0, 0]),
+            _row("mentions", [(t(1929, 6), t(1929, 7)), (t(1950), t(1951))], [1, 0, 0, 0]),
+            _row("outside", [(t(1960), t(1961))], [1, 0, 0, 0]),
+            _row("undated", [], [0.8, 0.6, 0, 0])]
+    table = lancedb.connect(str(tmp_path / "db")).create_table(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+    vector = np.array([1, 0, 0, 0], dtype=np.float32)
+    tf = TimeFilter(event=(Interval(t(1929), t(1930)),))
+    # cosine (unit vectors): mentions 1.0, focused 0.96; focus: mentions 1/2, focused 1
+    pure = Searcher(table, temporal_weight=0.0).search(vector, tf, k=2)
+    assert [h.row["chunk_id"] for h in pure] == ["mentions", "focused"]
+    assert [h.focus for h in pure] == [0.5, 1.0]
+    assert np.isclose(pure[1].score, 0.96, atol=1e-6)
+    # with weight 0.1: mentions 1.0 + 0.05 = 1.05 < focused 0.96 + 0.1 = 1.06
+    weighted = Searcher(table, temporal_weight=0.1).search(vector, tf, k=2)
+    assert [h.row["chunk_id"] for h in weighted] == ["focused", "mentions"]
+    examples = Searcher(table).outside_examples(vector, tf, n=3)
+    assert [(e["chunk_id"], e["why"]) for e in examples] == [
+        ("outside", "no event interval overlaps the query"), ("undated", "unknown time")]
+    assert Searcher(table).outside_examples(vector, TimeFilter()) == []
+
+
+@pytest.mark.integration
+def test_a_long_lived_client_sees_rows_written_after_it_opened(tmp_path):
+    from diachron.ingest.embedding import Embedder
+    from diachron.ingest.store import Store
+    from diachron.retrieval.client import Client
+
+    embedder = Embedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim)
+
+    def write(chunk_id: str, text: str) -> None:
+        row = _row(chunk_id, [(t(1931), t(1932))], embedder.embed([text])[0].tolist())
+        row.update(text=text, embedder=embedder.spec.id)
+        store.insert_new("chunks", pa.Table.from_pylist([row], schema=arrow_schema(ChunkRecord, dim=embedder.dim)))
+
+    write("harbour", "The harbour froze over in the winter of 1931.")
+    store.table("documents")
+    client = Client(str(tmp_path / "db"), embedder=embedder)
+    question = "What happened in 1931?"
+    assert [e.chunk_id for e in client.search(question, k=5).evidence] == ["harbour"]
+    write("bridge", "The new bridge opened to traffic in 1931.")
+    result = client.search(question, k=5)
+    assert sorted(e.chunk_id for e in result.evidence) == ["bridge", "harbour"]
+    assert result.trace.candidates_after_filter == 2

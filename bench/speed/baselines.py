@@ -5,7 +5,7 @@
   the candidate rows, then exact inner product over those candidates (NumPy flat IP = Faiss flat IP math).
 
 Both return ``(offsets, scores)`` of the top-k rows, best first; windows are half-open ``[start, end)``
-as int64 µs (UTC), open sides as :data:`diachron.retrieval.fast_search.OPEN_PAST` / ``OPEN_FUTURE``.
+as int64 µs (UTC), open sides as :data:`diachron.retrieval.interval_index.OPEN_PAST` / ``OPEN_FUTURE``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from diachron.retrieval.fast_search import OPEN_FUTURE, OPEN_PAST, to_micros
+from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, to_micros
 
 __all__ = ["Arrays", "BruteForce", "PaperDesign", "load_arrays", "top_k"]
 

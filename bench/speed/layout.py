@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from diachron.retrieval.fast_search import OPEN_FUTURE, OPEN_PAST, to_micros
+from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, to_micros
 
 __all__ = ["time_sorted"]
 

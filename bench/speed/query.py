@@ -6,17 +6,16 @@ JSON + markdown) and the tables to ``bench/speed/LATEST.md``.
 
 Paths, all exact, timed on the same queries in the same run:
 
-* ``diachron`` — the current path, :class:`diachron.retrieval.search.TemporalSearcher`: LanceDB flat prefilter on the
-  interval hull (BTREE on ``event_start``/``event_end``) + exact refine; rows in ingest (random) order.
-  Ranking by similarity only (``temporal_weight=0``, the paper's), so every path has one exact answer.
-* ``fast`` / ``fast-sorted`` — :class:`diachron.retrieval.fast_search.FastSearcher` (in-memory NCLS over row
+Ranking by similarity only (``temporal_weight=0``, the paper's), so every path has one exact answer.
+
+* ``fast`` / ``fast-sorted`` — :class:`diachron.retrieval.search.Searcher`, the Client's path (in-memory NCLS over row
   offsets, vectors read from LanceDB with ``take``), on the same table and on a time-sorted copy
   (:func:`bench.speed.layout.time_sorted`); ``fast-sorted+rows`` also reads the hit rows (its ``search``).
 * ``paper`` — NCLS candidates + NumPy exact inner product, vectors in memory (TA-RAG's design).
 * ``numpy`` — NumPy masked scan of all rows, vectors in memory.
 
-Latency is measured to the top-10 ids and scores, like the baselines; ``diachron`` and
-``fast-sorted+rows`` also read the hit rows (text and time columns), as a search must.
+Latency is measured to the top-10 ids and scores, like the baselines;
+``fast-sorted+rows`` also reads the hit rows (text and time columns), as a search must.
 Queries are timed interleaved (all paths per query, rotating order) so that load on the shared machine
 falls on every path alike.
 "Cold" = the first query after opening the table (a new connection; for ``fast*`` a freshly built index),
@@ -43,16 +42,16 @@ from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, Query, generate, queries
 from bench.speed.layout import time_sorted
 from bench.speed.report import write_reports
-from diachron.retrieval.fast_search import OPEN_FUTURE, OPEN_PAST, FastSearcher
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.search import TemporalSearcher
+from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST
+from diachron.retrieval.search import Searcher
 
 log = logging.getLogger(__name__)
 
 TIERS = {"5k": 5_000, "100k": 100_000, "1m": 1_000_000}
 CACHE_FORMAT = "v1"
 K = 10
-PATHS = ("numpy", "paper", "diachron", "fast", "fast-sorted", "fast-sorted+rows")
+PATHS = ("numpy", "paper", "fast", "fast-sorted", "fast-sorted+rows")
 
 
 def _dir_bytes(path: Path) -> int:
@@ -131,12 +130,8 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
             return lambda q: brute.search(q.vector, *_bounds(q), K)[0].tolist()
         if path == "paper":
             return lambda q: paper.search(q.vector, *_bounds(q), K)[0].tolist()
-        table = lancedb.connect(build["uri"]).open_table("chunks" if path in ("diachron", "fast") else "chunks_sorted")
-        if path == "diachron":
-            searcher = TemporalSearcher(table, temporal_weight=0.0)
-            return lambda q: [_chunk_offset(h.row["chunk_id"])
-                              for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
-        fast = FastSearcher(table, temporal_weight=0.0)
+        table = lancedb.connect(build["uri"]).open_table("chunks" if path == "fast" else "chunks_sorted")
+        fast = Searcher(table, temporal_weight=0.0)
         build.setdefault(f"{path}_index_build_s", fast.build_seconds)
         if path == "fast-sorted+rows":
             return lambda q: [_chunk_offset(h.row["chunk_id"])

@@ -15,7 +15,7 @@ __all__ = ["LATEST", "query_markdown", "write_reports"]
 
 LATEST = Path(__file__).with_name("LATEST.md")
 BASELINES = ("numpy", "paper")
-OURS = ("diachron", "fast", "fast-sorted", "fast-sorted+rows")
+OURS = ("fast", "fast-sorted", "fast-sorted+rows")
 
 
 def _cell(f: dict[str, float]) -> str:
@@ -42,7 +42,7 @@ def query_markdown(result: dict[str, Any]) -> str:
         lines += ["", (f"Build ({kind}): generate {b['generate_s']:.1f} s; write {b['chunks_write_s']:.1f} s "
                   f"(time-sorted {b['chunks_sorted_write_s']:.1f} s + sort {b['chunks_sorted_sort_s']:.1f} s); "
                   f"BTREE event_start+event_end {b['chunks_btree_s']:.1f} s; "
-                  f"FastSearcher index {b.get('fast_index_build_s', 0):.2f} s (open, per process); paper NCLS {b['paper_ncls_build_s']:.2f} s "
+                  f"Searcher index {b.get('fast_index_build_s', 0):.2f} s (open, per process); paper NCLS {b['paper_ncls_build_s']:.2f} s "
                   f"(+ {b['load_arrays_s']:.1f} s to load vectors into memory). Disk: table "
                   f"{b['chunks_disk_bytes'] / 2**20:.0f} MiB, of which BTREE indexes {b['chunks_btree_bytes'] / 2**20:.2f} MiB."),
                   ""]

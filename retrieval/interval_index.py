@@ -1,0 +1,137 @@
+"""The time columns of a ``chunks`` snapshot in memory: which rows pass a :class:`TimeFilter` (TA-RAG §3.4).
+
+The paper keeps an interval index (NCLS) beside the vectors: the interval index gives the candidates.
+:class:`IntervalIndex` holds, per *interval* (one entry per event interval of every chunk, CSR layout:
+the intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``):
+
+* ``starts`` / ``ends`` — int64 µs since the epoch (UTC), half-open, open sides ``OPEN_PAST``/``OPEN_FUTURE``;
+* ``interval_row`` — the row offset each interval belongs to;
+
+and per *row*: ``valid_from`` / ``valid_until`` (valid time), ``recorded_at`` (transaction time) and
+``time_known`` (``time_status == "known"``). Per-interval attributes (e.g. a ``kind`` weight) go beside
+``starts``; :meth:`IntervalIndex.focus` is the one place that turns a row's intervals into its temporal fit.
+
+Memory: ≈ 40 bytes per interval (NCLS + arrays) plus 25 bytes per row; build ≈ 0.2 s per 100k rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from diachron.retrieval.filters import TimeFilter
+from diachron.schemas.time import Interval
+
+__all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
+
+OPEN_PAST = -(2**61)
+OPEN_FUTURE = 2**61
+NCLS_SHIFT = 2**61  # NCLS needs non-negative coordinates; instants before 1970 are negative microseconds
+TIME_COLUMNS = ["intervals", "valid_from", "valid_until", "recorded_at", "time_status"]
+
+
+def to_micros(column: pa.ChunkedArray | pa.Array, open_value: int) -> np.ndarray:
+    """A timestamp column as int64 µs since the epoch (UTC); nulls (open sides) as ``open_value``."""
+    return pc.fill_null(pc.cast(column, pa.int64()), open_value).to_numpy().astype(np.int64, copy=False)
+
+
+def bounds(q: Interval) -> tuple[int, int]:
+    """``[start, end)`` of ``q`` as int64 µs (UTC); open sides as ``OPEN_PAST`` / ``OPEN_FUTURE``."""
+    start = OPEN_PAST if q.start is None else int(q.start.timestamp() * 1_000_000)
+    end = OPEN_FUTURE if q.end is None else int(q.end.timestamp() * 1_000_000)
+    return max(start, OPEN_PAST), min(end, OPEN_FUTURE)
+
+
+class IntervalIndex:
+    """Exact row selection by event, valid and transaction time over one snapshot of a ``chunks`` table.
+
+    Args:
+        data: an Arrow table with the ``TIME_COLUMNS`` of the ``chunks`` schema; row ``i`` is offset ``i``.
+    """
+
+    def __init__(self, data: pa.Table) -> None:
+        from ncls import NCLS64
+
+        intervals = data.column("intervals").combine_chunks()
+        counts = pc.list_value_length(intervals).fill_null(0).to_numpy().astype(np.int64)
+        flat = pc.list_flatten(intervals)
+        self.num_rows = len(counts)
+        self.starts = to_micros(flat.field("start"), OPEN_PAST)
+        self.ends = to_micros(flat.field("end"), OPEN_FUTURE)
+        self.interval_row = np.repeat(np.arange(self.num_rows, dtype=np.int64), counts)
+        self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._ncls = NCLS64(self.starts + NCLS_SHIFT, self.ends + NCLS_SHIFT,
+                            np.arange(len(self.starts), dtype=np.int64))
+        self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
+        self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
+        self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
+        self.time_known = pc.equal(data.column("time_status"), "known").fill_null(False).to_numpy(
+            zero_copy_only=False)
+
+    @classmethod
+    def from_dataset(cls, dataset: Any) -> IntervalIndex:
+        """Read ``TIME_COLUMNS`` of a Lance dataset (one snapshot) and index them."""
+        return cls(dataset.to_table(columns=TIME_COLUMNS, batch_size=8192))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (NCLS's own copy counted as 3 int64 per interval)."""
+        arrays = (self.starts, self.ends, self.interval_row, self.first_interval, self.valid_from,
+                  self.valid_until, self.recorded_at, self.time_known)
+        return sum(a.nbytes for a in arrays) + 24 * len(self.starts)
+
+    def event_intervals(self, time_filter: TimeFilter) -> np.ndarray:
+        """Sorted int64 interval indexes overlapping some event interval of the filter (exact, half-open)."""
+        qs, qe = zip(*(bounds(q) for q in time_filter.event), strict=True)
+        q_starts, q_ends = np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64)
+        query, hit = self._ncls.all_overlaps_both(q_starts + NCLS_SHIFT, q_ends + NCLS_SHIFT,
+                                                  np.arange(len(qs), dtype=np.int64))
+        # NCLS also reports intervals that merely touch a query bound; keep exact half-open overlaps
+        exact = (self.starts[hit] < q_ends[query]) & (self.ends[hit] > q_starts[query])
+        return np.unique(hit[exact])
+
+    def candidates(self, time_filter: TimeFilter) -> np.ndarray:
+        """Sorted int64 row offsets passing ``time_filter`` exactly.
+
+        Event filter: a row with some interval overlapping some query interval (rows of unknown time have
+        none). Valid filter: the row's ``[valid_from, valid_until)`` overlaps some interval. ``as_of``:
+        ``recorded_at <= as_of``. Open sides are unbounded; an empty filter passes every row.
+        """
+        if time_filter.event:
+            mask = np.zeros(self.num_rows, dtype=bool)
+            mask[self.interval_row[self.event_intervals(time_filter)]] = True
+            rows = np.flatnonzero(mask)
+        else:
+            rows = np.arange(self.num_rows, dtype=np.int64)
+        if time_filter.valid:
+            ok = np.zeros(len(rows), dtype=bool)
+            for q in time_filter.valid:
+                start, end = bounds(q)
+                ok |= (self.valid_from[rows] < end) & (self.valid_until[rows] > start)
+            rows = rows[ok]
+        if time_filter.as_of is not None:
+            rows = rows[self.recorded_at[rows] <= int(time_filter.as_of.timestamp() * 1_000_000)]
+        return rows
+
+    def focus(self, offsets: np.ndarray, time_filter: TimeFilter) -> np.ndarray:
+        """Temporal focus of rows: the fraction of each row's intervals overlapping the event filter.
+
+        Same definition as :meth:`diachron.retrieval.filters.TimeFilter.focus`: 1.0 without an event filter
+        or for a row without intervals. Returns float64 ``(len(offsets),)``.
+        """
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lo, hi = self.first_interval[offsets], self.first_interval[offsets + 1]
+        counts = hi - lo
+        out = np.ones(len(offsets))
+        if not time_filter.event or not counts.sum():
+            return out
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+        hit = np.zeros(len(idx), dtype=bool)
+        for q in time_filter.event:
+            start, end = bounds(q)
+            hit |= (self.starts[idx] < end) & (self.ends[idx] > start)
+        sums = np.bincount(np.repeat(np.arange(len(offsets)), counts), weights=hit, minlength=len(offsets))
+        return np.where(counts > 0, sums / np.maximum(counts, 1), out)
