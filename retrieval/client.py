@@ -54,7 +54,18 @@ class Client:
     Raises:
         StoreNotFoundError: the URI has no ``chunks`` table.
         EmbedderMismatchError: the index was built with a different embedder.
+
+    ``Client("http://host:8000")`` (an ``http(s)://`` URI) returns a
+    :class:`~diachron.retrieval.remote.RemoteClient` for a ``diachron serve`` service instead: the same
+    ``search``/``parse`` results over HTTP (keyword options: ``timeout`` in seconds).
     """
+
+    def __new__(cls, uri: str, *args: Any, **kwargs: Any) -> Any:
+        if str(uri).startswith(("http://", "https://")):
+            from diachron.retrieval.remote import RemoteClient
+
+            return RemoteClient(str(uri), **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, uri: str, *, embedder: Embedder | str | None = None, intent_config: IntentConfig | None = None,
                  anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1) -> None:
@@ -106,7 +117,7 @@ class Client:
 
     def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None,
                use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
-               diversify: Literal["coverage"] | None = None) -> SearchResult:
+               diversify: Literal["coverage"] | None = None, strict: bool = False) -> SearchResult:
         """Answer ``question`` with the top-``k`` evidence inside the time it means.
 
         Args:
@@ -117,6 +128,8 @@ class Client:
             use_time_filter / use_ehypo / chronological: ablation switches (all on = TA-RAG).
             diversify: ``"coverage"`` spreads the top-k across the window's periods
                 (:mod:`diachron.retrieval.coverage`, re-ranking a prefiltered pool of ``max(5k, 100)``).
+            strict: only chunks whose time is known and overlaps the window; by default chunks of unknown
+                time are a lower tier admitted by similarity (:mod:`diachron.retrieval.tiers`).
 
         Returns:
             :class:`~diachron.schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
@@ -124,15 +137,17 @@ class Client:
         t0 = time.perf_counter()
         intent = self.parse(question, now=now)
         return self.search_intent(intent, k=k, as_of=as_of, use_time_filter=use_time_filter, use_ehypo=use_ehypo,
-                                  chronological=chronological, diversify=diversify, _t0=t0)
+                                  chronological=chronological, diversify=diversify, strict=strict, _t0=t0)
 
     def search_intent(self, intent: TemporalIntent, *, k: int = 10, as_of: datetime | None = None,
                       use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
-                      diversify: Literal["coverage"] | None = None, _t0: float | None = None) -> SearchResult:
+                      diversify: Literal["coverage"] | None = None, strict: bool = False,
+                      _t0: float | None = None) -> SearchResult:
         """Like :meth:`search`, for an already-parsed (or hand-built) intent."""
         t0 = _t0 if _t0 is not None else time.perf_counter()
         seconds: dict[str, float] = {"parse": time.perf_counter() - t0}
-        time_filter = _time_filter(intent, as_of=to_utc(as_of) if as_of else None) if use_time_filter else TimeFilter()
+        time_filter = _time_filter(intent, as_of=to_utc(as_of) if as_of else None, strict=strict) if use_time_filter \
+            else TimeFilter()
         anchor_list = anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy) if use_ehypo else []
         t1 = time.perf_counter()
         vector = hypothetical_embedding(self.embedder.embed, intent.core_query, anchor_list)
@@ -221,14 +236,14 @@ class Client:
         return self.search_intent(intent, k=k, use_time_filter=False)
 
 
-def _time_filter(intent: TemporalIntent, *, as_of: datetime | None) -> TimeFilter:
+def _time_filter(intent: TemporalIntent, *, as_of: datetime | None, strict: bool = False) -> TimeFilter:
     """Which axis a relation filters on (DESIGN.md, "Which axis a question filters on")."""
     if intent.relation is Relation.CURRENT:
         return TimeFilter(valid=tuple(intent.intervals) or (Interval.at(intent.reference_time),), as_of=as_of)
     if intent.relation is Relation.UNKNOWN or not intent.intervals:
         return TimeFilter(as_of=as_of)
     valid = intent.intervals if intent.relation is Relation.AT else ()
-    return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of)
+    return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of, admit_unknown=not strict)
 
 
 def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:

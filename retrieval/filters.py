@@ -3,7 +3,9 @@
 Every literal is produced by :func:`diachron.schemas.time.format_instant` from an aware UTC datetime, so a
 filter string holds nothing but column names, operators and ``TIMESTAMP '…Z'`` literals. The SQL filter
 is a coarse superset on the chunk's hull ``[event_start, event_end)``; :func:`overlaps_any` is the
-exact check on the chunk's own intervals (half-open overlap, open sides unbounded).
+exact check on the chunk's own intervals (half-open overlap, open sides unbounded). With
+``admit_unknown`` the event filter has two tiers (:mod:`diachron.retrieval.tiers`): chunks whose spans
+overlap, then chunks of unknown time; the SQL string always selects the first tier only.
 """
 
 from __future__ import annotations
@@ -41,11 +43,15 @@ class TimeFilter:
         event: event-time intervals; a chunk qualifies when one of its intervals overlaps one of these.
         valid: valid-time intervals; the chunk's document version must be valid during one of these.
         as_of: transaction-time bound: only rows with ``recorded_at <= as_of``.
+        admit_unknown: with an event filter, also admit chunks of unknown time as a lower tier (tier 2,
+            ranked with :data:`diachron.retrieval.tiers.UNKNOWN_FIT`); ``False`` = strict: known,
+            overlapping time only (``Client.search(strict=True)``).
     """
 
     event: tuple[Interval, ...] = ()
     valid: tuple[Interval, ...] = ()
     as_of: datetime | None = None
+    admit_unknown: bool = False
 
     @property
     def is_empty(self) -> bool:
@@ -64,8 +70,13 @@ class TimeFilter:
         return " AND ".join(clauses) if clauses else None
 
     def matches(self, intervals: Sequence[Interval]) -> bool:
-        """Exact event-time check of one chunk's intervals (the SQL hull check is only a superset)."""
-        return not self.event or overlaps_any(intervals, self.event)
+        """Exact event-time check of one chunk's intervals (the SQL hull check is only a superset).
+
+        A chunk without intervals (unknown time) matches only with ``admit_unknown`` (tier 2).
+        """
+        if not self.event:
+            return True
+        return overlaps_any(intervals, self.event) or (self.admit_unknown and not intervals)
 
     def focus(self, intervals: Sequence[Interval]) -> float:
         """Temporal focus of a chunk: the fraction of its intervals overlapping the event intervals (1.0 if none)."""
@@ -75,7 +86,7 @@ class TimeFilter:
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": [i.to_dict() for i in self.event], "valid": [i.to_dict() for i in self.valid],
-                "as_of": format_instant(self.as_of)}
+                "as_of": format_instant(self.as_of), "strict": not self.admit_unknown}
 
 
 def overlaps_any(intervals: Sequence[Interval], query: Sequence[Interval]) -> bool:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.tiers import interval_weights, literal_mask, row_fit
 from diachron.schemas.time import Interval
 
 __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
@@ -62,6 +63,7 @@ class IntervalIndex:
         self.starts = to_micros(flat.field("start"), OPEN_PAST)
         self.ends = to_micros(flat.field("end"), OPEN_FUTURE)
         self.interval_row = np.repeat(np.arange(self.num_rows, dtype=np.int64), counts)
+        self.weights, self.literal = interval_weights(flat), literal_mask(flat)  # kinds -> fit (tiers)
         self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._ncls = NCLS64(self.starts + NCLS_SHIFT, self.ends + NCLS_SHIFT,
                             np.arange(len(self.starts), dtype=np.int64))
@@ -103,6 +105,8 @@ class IntervalIndex:
         if time_filter.event:
             mask = np.zeros(self.num_rows, dtype=bool)
             mask[self.interval_row[self.event_intervals(time_filter)]] = True
+            if time_filter.admit_unknown:  # tier 2: rows of unknown time (diachron.retrieval.tiers)
+                mask |= self.first_interval[1:] == self.first_interval[:-1]
             rows = np.flatnonzero(mask)
         else:
             rows = np.arange(self.num_rows, dtype=np.int64)
@@ -117,21 +121,21 @@ class IntervalIndex:
         return rows
 
     def focus(self, offsets: np.ndarray, time_filter: TimeFilter) -> np.ndarray:
-        """Temporal focus of rows: the fraction of each row's intervals overlapping the event filter.
+        """Temporal fit of rows to the event filter (:func:`diachron.retrieval.tiers.row_fit`), in [0, 1].
 
-        Same definition as :meth:`diachron.retrieval.filters.TimeFilter.focus`: 1.0 without an event filter
-        or for a row without intervals. Returns float64 ``(len(offsets),)``.
+        Weighs each overlapping interval by its kind and provenance (a span covering the window beats a
+        date named in passing); 1.0 for every row without an event filter; rows of unknown time get
+        ``tiers.UNKNOWN_FIT``. Returns float64 ``(len(offsets),)``.
         """
         offsets = np.asarray(offsets, dtype=np.int64)
         lo, hi = self.first_interval[offsets], self.first_interval[offsets + 1]
         counts = hi - lo
-        out = np.ones(len(offsets))
-        if not time_filter.event or not counts.sum():
-            return out
-        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+        if not time_filter.event:
+            return np.ones(len(offsets))
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) if len(offsets) else \
+            np.empty(0, dtype=np.int64)
         hit = np.zeros(len(idx), dtype=bool)
         for q in time_filter.event:
             start, end = bounds(q)
             hit |= (self.starts[idx] < end) & (self.ends[idx] > start)
-        sums = np.bincount(np.repeat(np.arange(len(offsets)), counts), weights=hit, minlength=len(offsets))
-        return np.where(counts > 0, sums / np.maximum(counts, 1), out)
+        return row_fit(counts, hit, self.weights[idx], self.literal[idx])

@@ -31,8 +31,13 @@ __all__ = [
 ]
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+#: One chunk interval. ``kind``: ``event`` | ``state`` | ``state_start`` | ``state_end`` | ``mention`` |
+#: ``inherited`` (null = ``event``, rows written before kinds existed); ``provenance``: null for an interval
+#: as written, else how a bound was derived (``inferred:next-change``, ``inferred:previous-change``,
+#: ``inferred:timeline``, ``inferred:open``, ``inferred:open-past``, ``inherited:section``,
+#: ``inherited:document``, ``published``); see :mod:`diachron.ingest.annotation.spans`.
 INTERVAL_TYPE = pa.struct([("start", TIMESTAMP), ("end", TIMESTAMP), ("granularity", pa.string()),
-                           ("text", pa.string())])
+                           ("text", pa.string()), ("kind", pa.string()), ("provenance", pa.string())])
 
 
 class Vector:
@@ -77,8 +82,11 @@ class DocumentRecord:
 class ChunkRecord:
     """One chunk with its event time and embedding (table ``chunks``; key ``chunk_id``).
 
-    ``intervals``: event intervals (stage 2), or the publication day when ``time_source`` is
-    ``published``; empty when ``time_status`` is ``unknown``. ``event_start``/``event_end``: the hull of
+    ``intervals``: the chunk's validity spans (stage 2 intervals with their ``kind`` and derived spans with
+    their ``provenance``, see :data:`INTERVAL_TYPE`), or the span it inherits, or the publication day;
+    empty when ``time_status`` is ``unknown``. ``time_source``: ``event`` (own intervals),
+    ``inherited:section`` / ``inherited:document`` (no own date: the section's or document's span),
+    ``published`` (the publication day) or ``unknown``. ``event_start``/``event_end``: the hull of
     ``intervals`` (null start = open past, null end = open future), used as a coarse prefilter.
     """
 
@@ -162,14 +170,21 @@ def arrow_schema(record: type, *, dim: int | None = None) -> pa.Schema:
     return pa.schema(fields)
 
 
-def intervals_to_arrow(intervals: list[Interval], texts: list[str | None] | None = None) -> list[dict[str, Any]]:
-    """Intervals as Arrow struct rows ``{start, end, granularity, text}``."""
-    texts = texts or [None] * len(intervals)
-    return [{"start": i.start, "end": i.end, "granularity": i.granularity.value, "text": t}
-            for i, t in zip(intervals, texts, strict=True)]
+def intervals_to_arrow(intervals: list[Interval], texts: list[str | None] | None = None, *,
+                       kinds: list[str | None] | None = None, provenance: list[str | None] | None = None
+                       ) -> list[dict[str, Any]]:
+    """Intervals as Arrow struct rows ``{start, end, granularity, text, kind, provenance}``.
+
+    ``texts``, ``kinds`` and ``provenance`` are parallel to ``intervals`` (default: all ``None``; a null
+    kind reads as ``event``).
+    """
+    n = len(intervals)
+    texts, kinds, provenance = texts or [None] * n, kinds or [None] * n, provenance or [None] * n
+    return [{"start": i.start, "end": i.end, "granularity": i.granularity.value, "text": t, "kind": k,
+             "provenance": p} for i, t, k, p in zip(intervals, texts, kinds, provenance, strict=True)]
 
 
 def intervals_from_arrow(rows: list[dict[str, Any]] | None) -> list[Interval]:
-    """Inverse of :func:`intervals_to_arrow` (the surface text is dropped)."""
+    """Inverse of :func:`intervals_to_arrow` (surface text, kind and provenance are dropped)."""
     return [Interval(r["start"], r["end"], r["granularity"]) for r in rows or []]
 

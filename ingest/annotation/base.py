@@ -39,12 +39,17 @@ class DocumentAnnotation:
 
 @dataclass(frozen=True, slots=True)
 class ChunkAnnotation:
-    """Stage-2 result: event intervals (half-open UTC) with the surface text that gave each."""
+    """Stage-2 result: intervals (half-open UTC), the surface text and the kind of each.
+
+    ``kinds`` is parallel to ``intervals`` (``event`` | ``state`` | ``state_start`` | ``state_end`` |
+    ``mention``, see :mod:`diachron.ingest.annotation.spans`); empty means all ``event``.
+    """
 
     intervals: list[Interval]
     texts: list[str | None] = field(default_factory=list)
     annotator: str = "rules"
     flags: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
 
 
 class Annotator(Protocol):

@@ -58,6 +58,8 @@ STAGE1_SCHEMA: dict[str, Any] = {
     "properties": {"published": {"anyOf": [DATE, {"type": "null"}]},
                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                    "abstract": {"type": "string", "maxLength": 300}}}
+#: interval kinds of stage 2 (the rule annotator's, :mod:`diachron.ingest.annotation.spans`); optional, default event.
+STAGE2_KINDS = ["event", "state", "state_start", "state_end", "mention"]
 STAGE2_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["events"],
     "properties": {"events": {"type": "array", "maxItems": MAX_EVENTS, "items": {
@@ -66,7 +68,7 @@ STAGE2_SCHEMA: dict[str, Any] = {
         "properties": {"description": {"type": "string", "maxLength": 100},
                        "entities": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 40}},
                        "start": DATE, "end": {"anyOf": [DATE, {"type": "null"}]},
-                       "granularity": {"enum": GRAINS}}}}}}
+                       "granularity": {"enum": GRAINS}, "kind": {"enum": STAGE2_KINDS}}}}}}
 
 _SYSTEM = ("You annotate time in documents for a time-aware search index. Answer with one JSON object only. "
            "Dates are ISO YYYY-MM-DD in UTC. Never invent dates that the text does not state or imply.")
@@ -90,8 +92,11 @@ Passage:
 Task: list the events this passage describes that have a time (at most {max_events}). For each give a short
 "description", the "entities" involved, and when it happened: "start" is the first day; "end" is the day
 AFTER the last day, or null for exactly one period of "granularity" (day, month, quarter, year, decade)
-starting at "start". Resolve relative expressions ("last year", "the quarter after the merger") against
-the publication date. An empty list is right when the passage has no dated event."""
+starting at "start". Say what "kind" of time it is: "event" (happened within it), "state" (holds over
+it: "from 1965 to 1975"), "state_start" (a state begins and holds afterwards: "became", "joined", "since"),
+"state_end" (a state ends: "until", "left", "resigned"), "mention" (a date named in passing). Resolve
+relative expressions ("last year", "the quarter after the merger") against the publication date. An
+empty list is right when the passage has no dated event."""
 
 T = TypeVar("T")
 
@@ -117,6 +122,7 @@ class Event:
     entities: tuple[str, ...]
     interval: Interval | None
     problem: str | None = None
+    kind: str = "event"
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +199,7 @@ def parse_stage2(text: str) -> list[Event]:
             problem = None
         except ValueError as exc:
             interval, problem = None, f"invalid interval {raw['start']}..{raw['end']}: {exc}"
-        events.append(Event(raw["description"], tuple(raw["entities"]), interval, problem))
+        events.append(Event(raw["description"], tuple(raw["entities"]), interval, problem, raw.get("kind", "event")))
     return events
 
 
@@ -287,6 +293,7 @@ class LLMAnnotator:
             return replace(rule, annotator=self.fallback_name)
         intervals: list[Interval] = []
         texts: list[str | None] = []
+        kinds: list[str] = []
         flags: list[str] = []
         for event in events:
             problem = event.problem or check_interval(event.interval, explicit=rule.intervals,  # type: ignore[arg-type]
@@ -296,11 +303,15 @@ class LLMAnnotator:
             else:
                 intervals.append(event.interval)  # type: ignore[arg-type]
                 texts.append(event.description)
-        for interval, text in zip(rule.intervals, rule.texts or [None] * len(rule.intervals), strict=True):
+                kinds.append(event.kind)
+        rule_kinds = rule.kinds or ["event"] * len(rule.intervals)
+        for interval, text, kind in zip(rule.intervals, rule.texts or [None] * len(rule.intervals), rule_kinds,
+                                        strict=True):
             if not any(interval.overlaps(kept) for kept in intervals):
                 intervals.append(interval)
                 texts.append(text)
-        return ChunkAnnotation(intervals, texts, self.name, flags)
+                kinds.append(kind)
+        return ChunkAnnotation(intervals, texts, self.name, flags, kinds)
 
     def _ask(self, prompts: list[str], schema: dict[str, Any], parse: Callable[[str], T], max_tokens: int
              ) -> list[T | None]:

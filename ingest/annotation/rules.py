@@ -3,7 +3,8 @@
 Stage 1: publication time from metadata, else the first explicit date in the first segment (a
 dateline), else in the last segment; the abstract is the lead: the first one or two sentences, at most
 ``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
-resolved against the document's publication time (never the processing clock).
+resolved against the document's publication time (never the processing clock), each with its kind
+(:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
+from diachron.ingest.annotation.spans import classify
 from diachron.temporal.tagger import TaggerConfig, extract_mentions
 from diachron.schemas.time import Granularity
 
@@ -48,11 +50,13 @@ class RuleAnnotator:
     def annotate_chunks(self, texts: list[str], *, doc: DocumentAnnotation) -> list[ChunkAnnotation]:
         out = []
         for text in texts:
-            distinct = {}  # one entry per interval: "October 2008" written twice is one event time
+            distinct = {}  # one entry per interval and kind: "October 2008" written twice is one event time
             for m in extract_mentions(text, reference=doc.published_at, config=self.tagger):
-                distinct.setdefault((m.interval.start, m.interval.end), m)
-            mentions = list(distinct.values())
-            out.append(ChunkAnnotation([m.interval for m in mentions], [m.text for m in mentions], self.name))
+                kind = classify(text, m.span, is_range=m.is_range)
+                distinct.setdefault((m.interval.start, m.interval.end, kind), (m, kind))
+            found = list(distinct.values())
+            out.append(ChunkAnnotation([m.interval for m, _ in found], [m.text for m, _ in found], self.name,
+                                       kinds=[k for _, k in found]))
         return out
 
     def _abstract(self, text: str) -> str:

@@ -1,0 +1,329 @@
+"""Validity spans: what kind of time each mention is, and the span its fact holds in the document's timeline.
+
+A date in a text is not always the time of the fact it dates. "He became a member of the SPD on 6 June
+1995" says a state *began* then and holds afterwards; "he left the club in 2001" says a state *ended*.
+Stage 2 therefore gives every chunk interval a **kind** (DESIGN.md, "Event time"):
+
+- ``event``: the fact happened within the interval ("in 1996 he won …").
+- ``state``: the fact holds over the interval, written as a span ("from 1965 to 1975", "between …").
+- ``state_start``: a state holds from here ("became", "joined", "was appointed", "since", "from 1995 on").
+- ``state_end``: a state ends here ("until", "left", "resigned", "ended in").
+- ``mention``: a date named in passing ("the 2002 election", a prior close).
+
+:func:`classify` reads the kind from the mention and the words just before and after it (the relation
+words of the clause). :func:`document_timeline` then works over one document's chunks in order:
+
+1. **Opening and closing.** A ``state_start`` at ``[a, b)`` opens a span ``[a, c)`` where ``c`` is the
+   start of the next change in the document's own timeline (the next dated ``state_start`` or ``state``
+   after ``b``; the next appointment, the next club, the next version), else stays open (``end = None``).
+   A ``state_end`` at ``[a, b)`` closes a span ``[c, b)`` where ``c`` is the latest dated change before
+   ``a`` (else the open past). The derived span is added beside the literal one (the literal date stays:
+   it is the evidence), with ``provenance`` ``inferred:next-change``, ``inferred:open``,
+   ``inferred:previous-change`` or ``inferred:open-past``; literal intervals have ``provenance = None``.
+2. **Carrying.** A chunk's dated facts hold from its first date until the document's timeline moves on:
+   ``[earliest start, next dated point at or after its latest end)``, kind ``state``, provenance
+   ``inferred:timeline`` (nothing is carried when nothing later is dated: a single-chunk document gets
+   no carried span). Narrative text (a biography section, a ship's history) states when things began
+   far more often than when they ended.
+3. **Sections.** A chunk with its own dates also carries its section's span (hull of the section's
+   dated spans, kind ``inherited``, provenance ``inherited:section``) when that is wider than its own:
+   the section narrates one period, and the chunk's facts belong to it. Ranking weighs these spans low
+   (:mod:`diachron.retrieval.tiers`).
+4. **Inheritance.** A chunk without its own intervals inherits the hull of its section's dated spans
+   (a section starts at a heading line; a heading's own dates, "Early life (1920–1938)", count), else the
+   document's extent (hull of all dated spans): ``time_source`` ``inherited:section`` /
+   ``inherited:document``, interval kind ``inherited``. Nothing is invented where nothing is known.
+
+All intervals are half-open UTC ``[start, end)``; a ``None`` side is open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from diachron.schemas.time import Granularity, Interval
+
+__all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "section_starts", "sections_by_position", "spans_of"]
+
+KINDS = ("event", "state", "state_start", "state_end", "mention", "inherited")
+
+_START_WORDS = (
+    "since", "became", "become", "becomes", "becoming", "joined", "joins", "joining", "appointed", "elected",
+    "re-elected", "reelected", "named", "assumed", "succeeded", "began", "begun", "begins", "started",
+    "starting", "founded", "established", "formed", "moved", "moving", "relocated", "married", "marrying",
+    "signed", "signing", "hired", "promoted", "transferred", "inaugurated", "sworn", "entered", "opened",
+    "launched", "acquired", "bought", "purchased", "took over", "took office", "taking office", "returned",
+    "chosen", "selected", "installed", "commissioned", "enrolled", "employed", "recruited", "nominated",
+    "as of", "effective", "beginning", "onwards", "onward",
+)
+_END_WORDS = (
+    "until", "till", "left", "leaves", "leaving", "resigned", "resigning", "retired", "retiring", "ended",
+    "ending", "ends", "stepped down", "dismissed", "replaced", "removed", "divorced", "died", "death",
+    "closed", "dissolved", "defeated", "lost", "sold", "ceased", "quit", "released", "departed", "expired",
+    "demolished", "disbanded", "abolished", "up to", "succeeded by", "ousted", "deposed", "fired", "sacked",
+    "terminated", "split", "broke up", "relegated",
+)
+_RANGE_WORDS = ("between", "from")
+_EVENT_PREPS = frozenset({"in", "on", "at", "by", "during", "of", "circa", "c.", "around", "about", "early",
+                          "late", "mid", "ca.", "throughout", "within"})
+_CLAUSE_BREAK = re.compile(r"[.;:!?()\[\]]|,\s+(?:and|but|while|when|where|which|who)\b|\band\b")
+_WORD = re.compile(r"[a-z][a-z.\-]*")
+
+
+def _phrase_re(words: Sequence[str]) -> re.Pattern[str]:
+    alternatives = sorted(words, key=len, reverse=True)
+    return re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in alternatives)
+                      + r")(?![a-z])")
+
+
+_START_RE = _phrase_re(_START_WORDS)
+_END_RE = _phrase_re(_END_WORDS)
+_ONWARD_AFTER = re.compile(r"^\s*(?:on|onwards?|and\s+(?:after|later|beyond)|forward|to\s+(?:the\s+)?present)\b")
+_RANGE_AFTER = re.compile(r"^\s*(?:to|until|till|through|and|-|–|—)\s*(?:\(|\d|[a-z]+\s+\d)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One chunk interval with its kind and provenance.
+
+    Attributes:
+        interval: half-open UTC ``[start, end)``; ``None`` sides are open.
+        kind: one of :data:`KINDS`.
+        text: the surface text that gave it (``None`` for derived spans without their own words).
+        provenance: ``None`` for an interval as written; ``inferred:…`` / ``inherited:…`` for derived bounds.
+    """
+
+    interval: Interval
+    kind: str = "event"
+    text: str | None = None
+    provenance: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkTime:
+    """A chunk's time after the timeline pass: its spans, ``time_source`` and ``time_status``."""
+
+    spans: list[Span]
+    time_source: str
+    time_status: str
+
+
+def _before(text: str, start: int) -> str:
+    """The clause before a mention (back to the last clause break, at most 80 characters), lower case."""
+    head = text[max(0, start - 80):start].lower()
+    breaks = list(_CLAUSE_BREAK.finditer(head))
+    return head[breaks[-1].end():] if breaks else head
+
+
+def _after(text: str, end: int) -> str:
+    """The clause after a mention (up to the next clause break, at most 80 characters), lower case."""
+    tail = text[end:end + 80].lower()
+    stop = _CLAUSE_BREAK.search(tail[1:])
+    return tail[:stop.start() + 1] if stop else tail
+
+
+def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str:
+    """The kind of the mention at ``text[span[0]:span[1]]`` (one of :data:`KINDS` except ``inherited``).
+
+    Rules, first match wins: an explicit range (``is_range``, or "from X to Y" / "between X and Y") is a
+    ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
+    word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
+    ``state_start``; a bare date used as a modifier ("the 2002 election") a ``mention``; else an ``event``.
+    The relation word nearest before the date decides; failing that, the first one after it in the same
+    clause ("On 1 May 2006, he was appointed …").
+    """
+    mention = text[span[0]:span[1]].lower()
+    if is_range or re.search(r"\b(?:to|until|till|through|and)\b|[-–—]", mention[1:]) and \
+            re.match(r"^(?:from|between)\b", mention):
+        return "state"
+    before = _before(text, span[0])
+    after = text[span[1]:span[1] + 30].lower()
+    words = _WORD.findall(before)
+    last = words[-1] if words else ""
+    if last in _RANGE_WORDS and _RANGE_AFTER.match(after):
+        return "state"
+    if last in ("the", "a", "an") or before.rstrip().endswith("'s"):
+        return "mention"  # a date used as a modifier: "the 2002 election", "the 1989 Revolution"
+    clause = _after(text, span[1])
+    for part in (before, clause):  # the relation word before the date wins, then the one after it
+        ends = [m.start() for m in _END_RE.finditer(part)]
+        starts = [m.start() for m in _START_RE.finditer(part)]
+        if part is before:
+            ends, starts = [-e for e in ends], [-s for s in starts]  # nearest to the date first
+        if ends and (not starts or min(ends) < min(starts)):
+            return "state_end"
+        if starts:
+            return "state_start"
+        if part is before and (_ONWARD_AFTER.match(after) or last == "from"):
+            return "state_start"
+    return "event"
+
+
+def section_starts(chunk_texts: Sequence[str], heading_of: Sequence[str | None] | None = None) -> list[int]:
+    """Section number of each chunk: a new section starts at a chunk whose ``heading_of`` value changes.
+
+    ``heading_of[i]`` is the heading that chunk ``i`` falls under (``None`` = none); without it, a chunk
+    starting with a markdown heading line (``# …``) starts a new section.
+    """
+    out, section, previous = [], 0, None
+    for i, text in enumerate(chunk_texts):
+        heading = heading_of[i] if heading_of is not None else (
+            text.lstrip().splitlines()[0] if text.lstrip().startswith("#") else previous)
+        if i and heading != previous:
+            section += 1
+        out.append(section)
+        previous = heading
+    return out
+
+
+_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+\S", re.M)
+
+
+def sections_by_position(text: str, chunk_spans: Sequence[tuple[int, int]]) -> list[int]:
+    """Section number of each chunk: how many markdown heading lines (``# …``) start before its end.
+
+    A chunk whose text begins with (or contains) a heading belongs to the section that heading opens.
+    ``chunk_spans`` are the chunks' ``[start, end)`` character offsets in ``text``.
+    """
+    starts = [m.start() for m in _HEADING.finditer(text)]
+    return [sum(1 for h in starts if h < end) for _, end in chunk_spans]
+
+
+def _changes(spans: Sequence[Span]) -> list[datetime]:
+    """Sorted starts of the dated changes in a document: ``state_start`` and ``state`` intervals."""
+    return sorted({s.interval.start for s in spans if s.kind in ("state_start", "state")
+                   and s.interval.start is not None})
+
+
+def _points(spans: Sequence[Span]) -> list[datetime]:
+    """Sorted starts of every dated literal interval in a document (changes and events)."""
+    return sorted({s.interval.start for s in spans if s.kind != "mention" and s.interval.start is not None})
+
+
+def _open(span: Span, changes: list[datetime]) -> Span:
+    end = span.interval.end
+    later = [c for c in changes if end is not None and c >= end]
+    if later:
+        return Span(Interval(span.interval.start, later[0], span.interval.granularity), "state", span.text,
+                    "inferred:next-change")
+    return Span(Interval(span.interval.start, None, span.interval.granularity), "state", span.text, "inferred:open")
+
+
+def _close(span: Span, points: list[datetime]) -> Span:
+    start = span.interval.start
+    earlier = [p for p in points if start is not None and p < start]
+    if earlier:
+        return Span(Interval(earlier[-1], span.interval.end, span.interval.granularity), "state", span.text,
+                    "inferred:previous-change")
+    return Span(Interval(None, span.interval.end, span.interval.granularity), "state", span.text,
+                "inferred:open-past")
+
+
+def _carry(spans: Sequence[Span], points: list[datetime]) -> Span | None:
+    """The chunk's facts hold from its first dated statement until the document's timeline moves on.
+
+    ``[earliest start, next dated point at or after the latest end)``, kind ``state``, provenance
+    ``inferred:timeline``; ``None`` for a chunk with no dated fact or when nothing later is dated.
+    """
+    dated = [s for s in spans if s.kind != "mention" and s.interval.start is not None]
+    if not dated:
+        return None
+    first = min(s.interval.start for s in dated)  # type: ignore[type-var]
+    last_end = max((s.interval.end for s in dated if s.interval.end is not None), default=None)
+    later = [p for p in points if last_end is not None and p >= last_end]
+    if not later:  # nothing later is dated: the timeline never moves on, so nothing is carried
+        return None
+    grain = max((s.interval.granularity for s in dated), key=lambda g: g.rank)
+    return Span(Interval(first, later[0], grain), "state", None, "inferred:timeline")
+
+
+def _hull(spans: Sequence[Span]) -> Interval | None:
+    """Hull of the spans' intervals (open sides ignored; ``None`` if no bounded side on either end)."""
+    starts = [s.interval.start for s in spans if s.interval.start is not None]
+    ends = [s.interval.end for s in spans if s.interval.end is not None]
+    if not starts or not ends or min(starts) >= max(ends):
+        return None
+    grains = [s.interval.granularity for s in spans]
+    return Interval(min(starts), max(ends), max(grains, key=lambda g: g.rank) if grains else Granularity.DAY)
+
+
+def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[int] | None = None,
+                      headings: dict[int, Sequence[Span]] | None = None,
+                      published_at: datetime | None = None, carry: bool = True,
+                      widen: bool = True) -> list[ChunkTime]:
+    """Open and close state spans in one document's timeline, then let undated chunks inherit.
+
+    Args:
+        chunks: each chunk's literal spans, in document order.
+        sections: section number of each chunk (see :func:`section_starts`); default one section.
+        headings: dated spans of section headings by section number ("Early life (1920–1938)").
+        published_at: the document's publication time, for chunks that inherit nothing else.
+
+    Returns:
+        One :class:`ChunkTime` per chunk: literal spans plus derived ones (``time_source`` ``event``), or an
+        inherited span (``inherited:section`` / ``inherited:document``), or the publication day
+        (``published``), else no span (``unknown``).
+    """
+    sections = list(sections) if sections is not None else [0] * len(chunks)
+    literal = [s for spans in chunks for s in spans]
+    changes, points = _changes(literal), _points(literal)
+    own: list[list[Span]] = []
+    for spans in chunks:
+        derived = [_open(s, changes) for s in spans if s.kind == "state_start"]
+        derived += [_close(s, points) for s in spans if s.kind == "state_end"]
+        carried = _carry(spans, points) if carry else None
+        derived += [carried] if carried is not None else []
+        own.append([*spans, *derived])
+    by_section: dict[int, list[Span]] = {}
+    for n, spans in zip(sections, own, strict=True):
+        by_section.setdefault(n, []).extend(spans)
+    for n, spans in (headings or {}).items():
+        by_section.setdefault(n, []).extend(spans)
+    extent = _hull(literal)
+    out = []
+    for n, spans in zip(sections, own, strict=True):
+        section = _hull(by_section.get(n, []))
+        if spans:
+            wider = [Span(section, "inherited", None, "inherited:section")] \
+                if widen and section is not None and section != _hull(spans) else []
+            out.append(ChunkTime([*spans, *wider], "event", "known"))
+            continue
+        if section is not None:
+            out.append(ChunkTime([Span(section, "inherited", None, "inherited:section")], "inherited:section", "known"))
+        elif extent is not None:
+            out.append(ChunkTime([Span(extent, "inherited", None, "inherited:document")], "inherited:document",
+                                 "known"))
+        elif published_at is not None:
+            from diachron.schemas.time import period
+
+            out.append(ChunkTime([Span(period(published_at, Granularity.DAY), "event", None, "published")],
+                                 "published", "known"))
+        else:
+            out.append(ChunkTime([], "unknown", "unknown"))
+    return out
+
+
+def spans_of(intervals: Sequence[Interval], texts: Sequence[str | None] = (), kinds: Sequence[str] = ()
+             ) -> list[Span]:
+    """A stage-2 annotation's literal spans (missing texts are ``None``, missing kinds ``event``).
+
+    Raises:
+        ValueError: a kind outside :data:`KINDS`.
+    """
+    out = []
+    for n, interval in enumerate(intervals):
+        kind = kinds[n] if n < len(kinds) else "event"
+        if kind not in KINDS:
+            raise ValueError(f"unknown interval kind {kind!r}: one of {', '.join(KINDS)}")
+        out.append(Span(interval, kind, texts[n] if n < len(texts) else None))
+    return out
+
+
+def with_kind(span: Span, kind: str) -> Span:
+    """``span`` with another kind (validated against :data:`KINDS`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown interval kind {kind!r}: one of {', '.join(KINDS)}")
+    return replace(span, kind=kind)

@@ -1,0 +1,86 @@
+"""Tiers and temporal fit: which chunks a time-constrained question admits, and how well their time fits.
+
+**Tiers** (DESIGN.md, "Search"). Tier 1: chunks whose validity spans — their own intervals, the spans
+inferred from them, or the span they inherit from their section or document — overlap the question's
+window. Tier 2: chunks of unknown time (no own, inherited or publication time): admitted by similarity at
+a lower fit and marked ``time unknown`` on their card, never dropped silently. Chunks whose time is known
+and does not overlap are rejected. ``strict=True`` (:class:`~diachron.retrieval.filters.TimeFilter`) keeps
+tier 1 only: where time is known, a source not valid at the question's time is a hard failure.
+
+**Fit** (the ``focus`` of the ranking ``similarity + temporal_weight × fit``), in [0, 1]: the larger of
+``share``, the weighted share of the chunk's intervals *as written* that overlap the window (a chunk that
+only quotes one in-window date among others fits less; with events only this is the earlier focus), and
+``derived``, the largest weight of a derived or inherited span overlapping it. Weights by kind and
+provenance (:data:`WEIGHTS`): an interval as written (event or state) 1.0; a state span closed by the
+document's next or previous change 0.8; a span carried to the timeline's next change 0.6; a span left
+open 0.5; an inherited section span 0.4, document span 0.3; a date named in passing (``mention``) 0.25.
+A chunk of unknown time has fit :data:`UNKNOWN_FIT`. Without an event filter every row has fit 1.0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit"]
+
+#: weight of an interval by provenance (derived spans) or kind (intervals as written).
+WEIGHTS: dict[str, float] = {
+    "event": 1.0, "state": 1.0, "state_start": 1.0, "state_end": 1.0, "mention": 0.25, "published": 1.0,
+    "inferred:next-change": 0.8, "inferred:previous-change": 0.8, "inferred:timeline": 0.6,
+    "inferred:open": 0.5, "inferred:open-past": 0.5, "inherited:section": 0.4, "inherited:document": 0.3,
+}
+UNKNOWN_FIT = 0.1
+
+
+def _field(flat: pa.StructArray | pa.ChunkedArray, name: str) -> list[str | None]:
+    if isinstance(flat, pa.ChunkedArray):
+        flat = flat.combine_chunks()
+    if flat.type.get_field_index(name) < 0:
+        return [None] * len(flat)
+    return flat.field(name).to_pylist()
+
+
+def interval_weights(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
+    """Per-interval weight (float64) from the ``kind`` and ``provenance`` fields of flattened intervals.
+
+    Intervals without the fields (tables written before kinds existed) weigh 1.0, as events.
+    """
+    kinds, provenance = _field(flat, "kind"), _field(flat, "provenance")
+    return np.array([WEIGHTS.get(p, 1.0) if p is not None else WEIGHTS.get(k or "event", 1.0)
+                     for k, p in zip(kinds, provenance, strict=True)], dtype=np.float64)
+
+
+def literal_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
+    """True for intervals as written (no provenance, or the publication day)."""
+    provenance = _field(flat, "provenance")
+    return np.array([p is None or p == "published" for p in provenance], dtype=bool)
+
+
+def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: np.ndarray) -> np.ndarray:
+    """Temporal fit per row (float64 ``(rows,)``) from its intervals, CSR-style.
+
+    Args:
+        counts: intervals per row, int64 ``(rows,)``; the rows' intervals are consecutive in the arrays.
+        hit: bool per interval: overlaps the question's window.
+        weights: per-interval weight (:func:`interval_weights`).
+        literal: per-interval: written in the text (:func:`literal_mask`).
+
+    A row without intervals (unknown time) gets :data:`UNKNOWN_FIT`.
+    """
+    rows = np.repeat(np.arange(len(counts)), counts)
+    out = np.full(len(counts), UNKNOWN_FIT)
+    if not len(rows):
+        return out
+    hit_w = np.where(hit, weights, 0.0)
+    derived = np.zeros(len(counts))
+    np.maximum.at(derived, rows, np.where(literal, 0.0, hit_w))
+    lit_n = np.bincount(rows, weights=literal.astype(np.float64), minlength=len(counts))
+    lit_hit = np.bincount(rows, weights=np.where(literal, hit_w, 0.0), minlength=len(counts))
+    share = np.divide(lit_hit, lit_n, out=np.zeros(len(counts)), where=lit_n > 0)
+    return np.where(counts > 0, np.maximum(share, derived), out)
+
+
+def describe(time_source: str | None) -> str:
+    """The card's time status: ``time unknown`` for a tier-2 chunk, else ``known``."""
+    return "time unknown" if time_source in (None, "unknown") else "known"
