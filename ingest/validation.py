@@ -2,8 +2,15 @@
 
 Two suites run on every batch: one over chunk rows (required fields, non-empty text, a known time
 source), one over the exploded event intervals (``start < end``; bounds sane relative to publication
-time). A failing interval is removed from its chunk and quarantined with the failed expectation as
-its reason; a failing chunk is quarantined whole. Nothing is dropped silently.
+time; an interval *as written* spans at most ``max_span_years``). A failing interval is removed from its
+chunk and quarantined with the failed expectation as its reason; a failing chunk is quarantined whole.
+Nothing is dropped silently.
+
+The span cap is what keeps text from dictating time (issue 13): "this document is valid from 1900 to
+2100" in one sentence would make the chunk an answer for every year of two centuries; such an interval
+is flagged and the chunk falls back to its other intervals or its publication day. The cap applies to
+intervals read from one expression (``provenance`` null); a span whose bound ingest derived from the
+document's timeline (``inferred:…``) is not one sentence's claim and is not capped.
 """
 
 from __future__ import annotations
@@ -27,10 +34,13 @@ class ValidationConfig:
         earliest: no interval may start before this instant.
         max_years_after_publication: an interval must start at most this many years after its
             document's publication time (a 2199 "year" in a 1930 text is a misread number).
+        max_span_years: an interval read from one expression may span at most this many years
+            (``[1900, 2101)`` from "from 1900 to 2100" spans 201); ``end <= start + max_span_years``.
     """
 
     earliest: datetime = datetime(1000, 1, 1, tzinfo=UTC)
     max_years_after_publication: int = 100
+    max_span_years: int = 100
 
 
 class Validator:
@@ -87,16 +97,36 @@ class Validator:
         ])
 
     def check_intervals(self, frame: Any) -> dict[int, list[str]]:
-        """Failed interval rows of a frame with columns start, end, latest_start (all UTC, nullable)."""
+        """Failed interval rows of a frame.
+
+        Args:
+            frame: pandas frame with columns ``start``, ``end``, ``latest_start`` (UTC, nullable) and
+                optionally ``provenance`` (null = as written; others are exempt from the span cap).
+
+        Returns:
+            Row position -> names of the failed expectations (the span cap reads
+            ``…(column_A=widest_end, column_B=end)``).
+        """
         self._ensure()
         e = self._gx.expectations
-        return self._unexpected(frame, [
+        return self._unexpected(frame.assign(widest_end=self._widest_end(frame)), [
             e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="end", column_B="start",
                                                       ignore_row_if="either_value_is_missing"),
             e.ExpectColumnValuesToBeBetween(column="start", min_value=self.config.earliest),
             e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="latest_start", column_B="start", or_equal=True,
                                                       ignore_row_if="either_value_is_missing"),
+            e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="widest_end", column_B="end", or_equal=True,
+                                                      ignore_row_if="either_value_is_missing"),
         ])
+
+    def _widest_end(self, frame: Any) -> Any:
+        """``start + max_span_years`` for intervals as written; missing (not checked) for derived ones."""
+        import pandas as pd
+
+        widest = frame["start"] + pd.DateOffset(years=self.config.max_span_years)
+        if "provenance" in frame:
+            widest = widest.where(frame["provenance"].isna())
+        return widest
 
 
 def _describe(expectation: Any) -> str:

@@ -17,11 +17,17 @@ from typing import Any
 
 from diachron.schemas.time import Interval, format_instant
 
-__all__ = ["DERIVED_UNTIL_KEY", "Clarification", "ConflictKind", "ConflictSignal", "GapSignal", "Signal", "VersionSpan"]
+__all__ = ["DERIVED_UNTIL_KEY", "SERIES_INFERRED_KEY", "UNRESOLVED_KEY", "Clarification", "ConflictKind",
+           "ConflictSignal", "GapSignal", "Signal", "VersionSpan"]
 
 #: key in ``documents.metadata_json`` marking a ``valid_until`` that ingest derived from its batch (not stated
 #: by the source): retrieval re-derives it from the full lineage.
 DERIVED_UNTIL_KEY = "valid_until_derived"
+#: key in ``documents.metadata_json`` marking a ``series_id`` that ingest inferred from the ``supersedes`` chain
+#: or the shared id prefix (the source gave none).
+SERIES_INFERRED_KEY = "series_inferred"
+#: key in ``documents.metadata_json`` keeping a ``supersedes`` value that resolved to no document.
+UNRESOLVED_KEY = "supersedes_unresolved"
 
 
 @dataclass(frozen=True, slots=True)

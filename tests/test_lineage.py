@@ -28,7 +28,7 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     version_at,
 )
-from diachron.schemas.lineage import DERIVED_UNTIL_KEY, ConflictKind, ConflictSignal, GapSignal
+from diachron.schemas.lineage import DERIVED_UNTIL_KEY, UNRESOLVED_KEY, ConflictKind, ConflictSignal, GapSignal
 from diachron.schemas.time import Granularity, Interval
 
 
@@ -135,7 +135,10 @@ def test_version_string_supersedes_resolves_within_the_batch() -> None:
                           doc("q/2", "other", series_id="q", version="2", supersedes="9")], [])
     by_id = {p.doc_id: p for p in plan.todo}
     assert by_id["p/2"].supersedes == "p/1"
-    assert by_id["q/2"].supersedes == "9"  # not in the series: left as given
+    assert by_id["q/2"].supersedes is None  # not in the series: no predecessor, and a lineage issue says so
+    assert by_id["q/2"].source.metadata[UNRESOLVED_KEY] == "9"
+    (issue,) = plan.issues
+    assert (issue.stage, issue.record_id) == ("lineage", "q/2") and "'9' resolves to no document" in issue.reason
     assert by_id["p/1"].source.valid_until == d("2024-03-01")
     assert by_id["p/1"].source.metadata[DERIVED_UNTIL_KEY] is True
     assert DERIVED_UNTIL_KEY not in by_id["p/2"].source.metadata
