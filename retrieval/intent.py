@@ -28,15 +28,10 @@ _CURRENT = re.compile(r"\b(?:currently|right\s+now|nowadays|at\s+present|at\s+th
                       r"current|today's|today’s|present-day)\b", _I)
 _CURRENT_REMOVABLE = re.compile(r"\s*\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|"
                                 r"these\s+days)\b", _I)
-_BEFORE_EXCLUSIVE = re.compile(r"\b(?:before|prior\s+to|earlier\s+than)\s+(?:the\s+)?$", _I)
-_BEFORE_INCLUSIVE = re.compile(r"\b(?:until|till|up\s+to|up\s+until|through|by|no\s+later\s+than)\s+(?:the\s+)?$",
-                               _I)
-_AFTER_EXCLUSIVE = re.compile(r"\b(?:after|later\s+than)\s+(?:the\s+)?$", _I)
-_AFTER_INCLUSIVE = re.compile(r"\b(?:since|from|starting(?:\s+(?:in|from|on))?|beginning(?:\s+(?:in|on))?)\s+"
-                              r"(?:the\s+)?$", _I)
 _CONNECTORS = re.compile(r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
                          r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
                          r"later\s+than|starting|beginning|the)\s+)+$", _I)
+_NOW_WORD = re.compile(r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|these\s+days", _I)  # _read_clock's
 _VALID_AT = re.compile(r"\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
                        r"(?:on|in|at|as\s+of|during)\s+(?:the\s+)?$", _I)
 _RELATIVE = re.compile(r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
@@ -65,22 +60,36 @@ class _Reading:
     assumptions: list[str] = field(default_factory=list)
 
 
+MAX_QUESTION_CHARS = 4000
+
+
 def parse_intent(question: str, *, now: datetime, config: IntentConfig | None = None) -> TemporalIntent:
     """Split a question into a core query and its reference interval(s).
 
+    Year-less dates and bare weekdays follow the question's tense: a question about records ("what
+    happened on 3 March?", "who won in November?") takes the latest occurrence on or before ``now``;
+    "next …", a future tense or no tense at all take the next one (Duckling's reading). Relation words
+    make open intervals (:func:`diachron.temporal.resolve.apply_relation`).
+
     Args:
-        question: the user's question.
+        question: the user's question, at most :data:`MAX_QUESTION_CHARS` characters.
         now: the reference clock (aware; naive means UTC) against which relative expressions resolve.
         config: time zone and fiscal calendar; defaults to UTC and the calendar year.
 
     Returns:
         The intent: intervals half-open UTC; relation ``unknown`` with no intervals when the question
         has no time.
+
+    Raises:
+        ValueError: the question is longer than :data:`MAX_QUESTION_CHARS` characters.
     """
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"question of {len(question)} characters: at most {MAX_QUESTION_CHARS} are read")
     config = config or IntentConfig()
     now = to_utc(now)
     tagger = TaggerConfig(timezone=config.timezone, fiscal=config.fiscal)
-    mentions = [m for m in extract_mentions(question, reference=now, config=tagger) if not _is_todays(m, question)]
+    mentions = [m for m in extract_mentions(question, reference=now, config=tagger)
+                if not _is_todays(m, question) and not _NOW_WORD.fullmatch(m.text)]
     reading = _read_mentions(question, mentions, now, config) if mentions else _read_clock(question, now)
     relation = _combine(reading)
     granularity = max((i.granularity for i in reading.intervals), key=lambda g: g.rank, default=None)
@@ -103,38 +112,59 @@ def _is_todays(mention: TimeMention, question: str) -> bool:
 
 def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, config: IntentConfig) -> _Reading:
     reading = _Reading()
-    for mention in mentions:
+    for mention in _refined(question, mentions):
         start, end = mention.span
-        before_text = question[:start]
+        before_text = question[max(0, start - 60):start]
         interval, relation = _relate(mention, before_text)
+        if interval in reading.intervals:
+            continue
         reading.intervals.append(interval)
         reading.relations.append(relation)
         cue = _CONNECTORS.search(before_text)
-        reading.removals.append((cue.start() if cue else start, end))
-        if _RELATIVE.search(mention.text):
+        cue_start = start - len(before_text) + cue.start() if cue else start
+        reading.removals.append((cue_start, end))
+        if _RELATIVE.search(mention.text) or mention.source == "duckling":
             reading.assumptions.append(
                 f"'{mention.text}' resolved against {format_instant(now)} in {config.timezone}")
         if interval.is_open:
-            reading.assumptions.append(f"'{question[cue.start() if cue else start:end].strip()}' read as {interval}")
+            reading.assumptions.append(f"'{question[cue_start:end].strip()}' read as {interval}")
     return reading
 
 
+_GLOSS = re.compile(r"\s*(?:,|\(|—|–|-|:)\s*(?:from\s+|between\s+|i\.e\.\s*)?$", _I)
+
+
+def _refined(question: str, mentions: list[TimeMention]) -> list[TimeMention]:
+    """A mention glossed right after by an overlapping, more explicit one ("late 2008, from September to
+    December", "spring of 2012 (March through May)") gives way to the gloss."""
+    kept: list[TimeMention] = []
+    for mention in mentions:
+        if kept:
+            last = kept[-1]
+            gap = question[last.span[1]:mention.span[0]]
+            if (len(gap) <= 12 and _GLOSS.fullmatch(gap) and last.relation is None and mention.reading is not None
+                    and last.interval.overlaps(mention.reading)):
+                kept[-1] = mention
+                continue
+        kept.append(mention)
+    return kept
+
+
 def _relate(mention: TimeMention, before_text: str) -> tuple[Interval, Relation]:
-    """The interval and relation of one mention, from the words just before it."""
+    """The interval and relation of one mention: its relation word's reading, or the period itself."""
     iv = mention.interval
     if mention.is_range:
         return iv, Relation.BETWEEN
     if _VALID_AT.search(before_text):  # "which rule applied on 20 April": valid time, not event time
         return iv, Relation.CURRENT
-    if _BEFORE_EXCLUSIVE.search(before_text):
-        return Interval(None, iv.start, iv.granularity), Relation.BEFORE
-    if _BEFORE_INCLUSIVE.search(before_text):
-        return Interval(None, iv.end, iv.granularity), Relation.BEFORE
-    if _AFTER_EXCLUSIVE.search(before_text):
-        return Interval(iv.end, None, iv.granularity), Relation.AFTER
-    if _AFTER_INCLUSIVE.search(before_text):
-        return Interval(iv.start, None, iv.granularity), Relation.AFTER
-    return iv, Relation.AT
+    reading = mention.reading or iv
+    if mention.relation is None or reading == iv:
+        return iv, Relation.AT
+    if reading.start is None:
+        return reading, Relation.BEFORE
+    if reading.end is None:
+        return reading, Relation.AFTER
+    return reading, Relation.BETWEEN  # "by Friday" read as a deadline: [now, Friday)
 
 
 def _read_clock(question: str, now: datetime) -> _Reading:

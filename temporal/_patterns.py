@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "CENTURY",
     "CLOCK_RANGE",
     "DAY_RANGE",
     "DAY_RANGE_SHARED_YEAR",
@@ -22,12 +23,14 @@ __all__ = [
     "MONTH_RANGE_YEAR",
     "MONTH_YEAR",
     "NUMERIC_DATE",
+    "PART_OF_YEAR",
     "NUMBER_WORDS",
     "ORDINAL_WORDS",
     "QUARTER",
     "RANGE",
     "RELATIVE_AGO",
     "RELATIVE_DAY",
+    "RELATIVE_MONTH_DAY",
     "RELATIVE_ORDINAL_DAY",
     "RELATIVE_PERIOD",
     "WEEKDAY",
@@ -89,7 +92,11 @@ MONTH_RANGE_YEAR = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH})\s*(?:-|–|—
 YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|"
           r"miles|shares|men|people|persons|dollars|feet|pounds)\b)")
 YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR4})\s*[-–—/]\s*(?P<y2>{YEAR4}|\d{{2}})(?![\d%/-])")
-DECADE = _c(r"\b(?:the\s+)?(?:(?:early|mid|late)[-\s])?(?P<decade>1[6-9]\d0|20\d0)'?s\b")
+DECADE = _c(r"\b(?:the\s+)?(?:(?P<part>early|mid|late)[-\s])?(?P<decade>1[6-9]\d0|20\d0)'?s\b")
+# "early 2008", "mid-2007", "late 2008" (thirds of the year; decades are DECADE's)
+PART_OF_YEAR = _c(rf"\b(?:the\s+)?(?P<part>early|mid|late|end\s+of)[-\s]+(?P<year>{YEAR4})(?!'?s\b|\d)")
+CENTURY = _c(rf"\b(?:the\s+)?(?P<n>\d{{1,2}}(?:st|nd|rd|th)|{_ORD_WORD})[-\s]+century\b")
+RELATIVE_MONTH_DAY = _c(rf"\b(?P<which>next|last|this)\s+(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d)(?!,?\s*\d{{4}})")
 QUARTER = _c(rf"\b(?:(?:Q(?P<q1>[1-4])|(?P<qw>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter)"
              rf"(?:\s+of)?\s*(?:(?P<fy1>{_FY})|(?P<y1>{YEAR4}))"
              rf"|(?P<fy2>{_FY})\s*Q(?P<q2>[1-4]))\b")
@@ -104,7 +111,7 @@ DURATION_ENDED = _c(rf"\b(?:(?P<n>{NUMBER})\s+(?P<unit>months|weeks)|(?:the\s+)?
                     rf"(?P<more>(?:\s*(?:,|and|,\s*and)\s*{YEAR4}\b)*)")
 RELATIVE_DAY = _c(r"\b(?P<word>today|yesterday|tomorrow)\b")
 RELATIVE_PERIOD = _c(r"\b(?:the\s+)?(?P<which>this|last|next|previous|preceding|current|present|coming)\s+"
-                     r"(?P<unit>week|month|quarter|year)\b")
+                     r"(?P<unit>week|month|quarter|year|decade)\b")
 RELATIVE_AGO = _c(rf"\b(?P<n>{NUMBER})\s+(?P<unit>day|week|month|quarter|year)s?\s+ago\b")
 RELATIVE_ORDINAL_DAY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})\s+of\s+(?:the\s+)?(?P<which>this|last|next|previous|"
                           r"current)\s+month\b")
@@ -114,7 +121,7 @@ _CLOCK = r"(?:[01]?\d)(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?"
 _DAYREF = rf"(?:today|tomorrow|yesterday|(?:on\s+)?{MONTH}\s+{DAY},?\s*{YEAR4})"
 CLOCK_RANGE = _c(rf"\b(?:(?P<day1>{_DAYREF})\s+)?(?:from\s+|between\s+)?(?P<t1>{_CLOCK})"
                  rf"\s*(?:-|–|to|until|till|and)\s*(?P<t2>{_CLOCK})(?:\s+(?P<day2>{_DAYREF}))?\b")
-_ATOM = (rf"(?:{MONTH}\s+{DAY},?\s*{YEAR4}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR4}|{MONTH},?\s+{YEAR4}"
+_ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DAY},?\s*{YEAR4}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR4}|{MONTH},?\s+{YEAR4}"
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
 RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
            rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from diachron.temporal import _patterns as P
 from diachron.schemas.time import Granularity, Interval, add_months, to_utc
+from diachron.temporal.resolve import apply_relation, relation_before, tense_at
 
 __all__ = ["FiscalCalendar", "TaggerConfig", "TimeMention", "extract_mentions"]
 
@@ -116,11 +117,14 @@ class TaggerConfig:
         fiscal: the fiscal calendar for "FY23 Q4", "fiscal year 1931", "the present fiscal year".
         date_order: order of numeric dates; ``auto`` settles it once per text from its unambiguous
             numeric dates (a first field above 12 means DMY), MDY if nothing decides.
+        grammar: also read the text with Duckling's grammar (:mod:`diachron.temporal.grammar`: clock
+            times, year-less dates, holidays, offsets, parts of day, written zones); needs a reference.
     """
 
     timezone: str = "UTC"
     fiscal: FiscalCalendar = field(default_factory=FiscalCalendar)
     date_order: Literal["auto", "DMY", "MDY"] = "auto"
+    grammar: bool = True
 
 
 @dataclass(frozen=True)
@@ -128,16 +132,31 @@ class TimeMention:
     """One time expression found in a text.
 
     Attributes:
-        interval: the resolved half-open UTC interval, with its granularity.
-        text: the matched surface text.
+        interval: the resolved half-open UTC interval of the expression itself, with its granularity
+            ("since 2020" gives 2020: ``[2020-01-01, 2021-01-01)``).
+        text: the matched surface text (without a leading relation word or preposition).
         span: ``(start, end)`` character offsets in the input.
-        is_range: True for an explicit range ("between 2012 and 2014", "March-April 2021").
+        is_range: True for an explicit range ("between 2012 and 2014", "March-April 2021", "9:30 - 11:00").
+        relation: the relation word written just before it, lower case: ``since``, ``from``, ``after``,
+            ``before``, ``until``, ``till``, ``through``, ``up to``, ``by``, ``as of``, ``later than``,
+            ``prior to``, ``starting in``, …; ``None`` when there is none (ranges carry none).
+        reading: the interval with the relation applied (:func:`diachron.temporal.resolve.apply_relation`):
+            "since 2020" is ``[2020-01-01, +inf)``, "before 11 am" ``[-inf, 11:00)``, "by 2pm" (not past
+            tense) ``[reference, 14:00)``; equal to ``interval`` without a relation.
+        source: ``"rules"`` (diachron's patterns) or ``"duckling"`` (Duckling's grammar).
     """
 
     interval: Interval
     text: str
     span: tuple[int, int]
     is_range: bool = False
+    relation: str | None = None
+    reading: Interval | None = None
+    source: str = "rules"
+
+    def __post_init__(self) -> None:
+        if self.reading is None:
+            object.__setattr__(self, "reading", self.interval)
 
 
 @dataclass(frozen=True)
@@ -251,8 +270,53 @@ def _year_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     return ctx.months(first, 1, 12 * (last - first + 1), G.YEAR)
 
 
+_PART_YEARS = {"early": (0, 4), "mid": (4, 3), "late": (7, 3)}  # decade: first, middle, last years
+_PART_MONTHS = {"early": (1, 4), "mid": (5, 4), "late": (9, 4)}  # year: Jan-Apr, May-Aug, Sep-Dec
+
+
 def _decade(m: re.Match[str], ctx: _Ctx) -> Interval:
-    return ctx.months(int(m["decade"]), 1, 120, G.DECADE)
+    """"the 1920s" is the decade; "the early 1980s" its first four years, "mid" 1984-86, "late" 1987-89."""
+    decade = int(m["decade"])
+    if m["part"]:
+        first, count = _PART_YEARS[m["part"].lower()]
+        return ctx.months(decade + first, 1, 12 * count, G.YEAR)
+    return ctx.months(decade, 1, 120, G.DECADE)
+
+
+def _part_of_year(m: re.Match[str], ctx: _Ctx) -> Interval:
+    """"early 2008" is January-April, "mid-2007" May-August, "late 2008" September-December."""
+    part = m["part"].lower()
+    first, count = _PART_MONTHS["late" if part.startswith("end") else part]
+    return ctx.months(int(m["year"]), first, count, G.MONTH)
+
+
+def _century(m: re.Match[str], ctx: _Ctx) -> Interval:
+    """"the 20th century" is ``[1900, 2000)`` (granularity decade, the coarsest there is)."""
+    n = P.ordinal_value(m["n"])
+    return ctx.months(100 * (n - 1), 1, 1200, G.DECADE) if 1 <= n <= 21 else None  # type: ignore[return-value]
+
+
+def _relative_month_day(m: re.Match[str], ctx: _Ctx) -> Interval | None:
+    """"next February 28": the first such day after the reference day; "last": the latest before it."""
+    if ctx.today is None:
+        return None
+    month, day, which = P.month_number(m["month"]), P.ordinal_value(m["day"]), m["which"].lower()
+    days = [datetime(y, month, day) for y in range(ctx.today.year - 4, ctx.today.year + 5) if _exists(y, month, day)]
+    if which == "next":
+        picked = [d for d in days if d > ctx.today][:1]
+    elif which == "last":
+        picked = [d for d in days if d < ctx.today][-1:]
+    else:
+        picked = [d for d in days if d.year == ctx.today.year]
+    return ctx.day(picked[0].year, month, day) if picked else None
+
+
+def _exists(year: int, month: int, day: int) -> bool:
+    try:
+        datetime(year, month, day)
+    except ValueError:
+        return False
+    return True
 
 
 def _fiscal_label(text: str, ctx: _Ctx) -> int:
@@ -338,6 +402,8 @@ def _period(today: datetime, unit: str, shift: int, ctx: _Ctx) -> Interval:
         return ctx.span(start, start + timedelta(weeks=1), G.DAY)
     if unit == "year":
         return ctx.months(today.year + shift, 1, 12, G.YEAR)
+    if unit == "decade":
+        return ctx.months(today.year - today.year % 10 + 10 * shift, 1, 120, G.DECADE)
     months, granularity = (1, G.MONTH) if unit == "month" else (3, G.QUARTER)
     offset = 0 if unit == "month" else (today.month - ctx.config.fiscal.start_month) % 3
     start = add_months(today.replace(day=1), months * shift - offset)
@@ -440,23 +506,30 @@ class _Candidate:
     found: Found
     is_range: bool
     rank: int
+    tier: int = 0  # 0: diachron's own kinds, 1: Duckling's grammar, 2: our generic dates and relative words
+    relation: str | None = None
+    reading: Interval | None = None
 
 
 _ATOM_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.WORD_DATE_MDY, _word_date, False), (P.WORD_DATE_DMY, _word_date, False), (P.ISO_DATE, _iso_date, False),
     (P.NUMERIC_DATE, _numeric_date, False), (P.MONTH_YEAR, _month_year, False), (P.QUARTER, _quarter, False),
     (P.HALF, _half, False), (P.FISCAL_YEAR, _fiscal_year, False), (P.DECADE, _decade, False),
-    (P.YEAR, _year, False),
+    (P.PART_OF_YEAR, _part_of_year, False), (P.YEAR, _year, False),
 ]
 _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.DURATION_ENDED, _duration_ended, False), (P.CLOCK_RANGE, _clock_range, True), (P.RANGE, _range, True),
     (P.MONTH_RANGE_YEAR, _month_range_year, True), (P.DAY_RANGE, _day_range, True),
     (P.DAY_RANGE_SHARED_YEAR, _day_range_shared_year, True),
-    (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES,
+    (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES, (P.CENTURY, _century, False),
     (P.FISCAL_RELATIVE, _fiscal_relative, False), (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
+    (P.RELATIVE_MONTH_DAY, _relative_month_day, False),
     (P.RELATIVE_AGO, _relative_ago, False), (P.RELATIVE_PERIOD, _relative_period, False),
     (P.RELATIVE_DAY, _relative_day, False), (P.WEEKDAY, _weekday, False),
 ]
+# Our generic kinds, which Duckling's grammar reads as well or better: on an equal span its reading wins.
+_GENERIC = {P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR, P.RELATIVE_ORDINAL_DAY, P.RELATIVE_AGO,
+            P.RELATIVE_PERIOD, P.RELATIVE_DAY, P.WEEKDAY}
 
 
 def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolver, bool]]) -> list[_Candidate]:
@@ -471,14 +544,24 @@ def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolve
             if result is None:
                 continue
             found = [(result, m.span())] if isinstance(result, Interval) else result
-            out.append(_Candidate(m.start(), m.end(), found, is_range, rank))
+            out.append(_Candidate(m.start(), m.end(), found, is_range, rank, 2 if pattern in _GENERIC else 0))
     return out
 
 
+def _grammar_candidates(text: str, ctx: _Ctx) -> list[_Candidate]:
+    from diachron.temporal.grammar import grammar_mentions
+
+    if ctx.reference is None or not ctx.config.grammar:
+        return []
+    return [_Candidate(g.span[0], g.span[1], [(g.interval, g.span)], g.is_range, 0, 1, g.relation, g.reading)
+            for g in grammar_mentions(text, reference=ctx.reference, timezone=ctx.config.timezone)]
+
+
 def _select(candidates: list[_Candidate]) -> list[_Candidate]:
-    """Longest match first (then rule order); no two chosen candidates overlap."""
+    """diachron's own kinds first (longest first), then the longest of Duckling's readings and our generic
+    dates (on an equal span Duckling's reading); no two chosen candidates overlap."""
     chosen: list[_Candidate] = []
-    for cand in sorted(candidates, key=lambda c: (c.start - c.end, c.rank, c.start)):
+    for cand in sorted(candidates, key=lambda c: (c.tier != 0, c.start - c.end, c.tier, c.rank, c.start)):
         if all(cand.end <= other.start or other.end <= cand.start for other in chosen):
             chosen.append(cand)
     return sorted(chosen, key=lambda c: c.start)
@@ -516,8 +599,15 @@ def extract_mentions(text: str, *, reference: datetime | None,
     """
     ref = None if reference is None else to_utc(reference)
     ctx = _Ctx(text, ref, config, _day_first(text, config))
-    mentions = [TimeMention(interval, text[s:e], (s, e), cand.is_range)
-                for cand in _select(_candidates(text, ctx, _ALL_RULES))
-                for interval, (s, e) in cand.found]
+    mentions: list[TimeMention] = []
+    for cand in _select(_candidates(text, ctx, _ALL_RULES) + _grammar_candidates(text, ctx)):
+        for interval, (s, e) in cand.found:
+            relation, reading = cand.relation, cand.reading
+            if cand.tier != 1 and not cand.is_range:
+                before = relation_before(text, s)
+                relation = before[0] if before else None
+                reading = apply_relation(relation, interval, reference=ref, tense=tense_at(text, (s, e)))
+            mentions.append(TimeMention(interval, text[s:e], (s, e), cand.is_range, relation, reading,
+                                        "duckling" if cand.tier == 1 else "rules"))
     logger.debug("%d time mentions in %d characters", len(mentions), len(text))
     return mentions

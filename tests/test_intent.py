@@ -47,7 +47,8 @@ def _t(value: str | None) -> datetime | None:
     ("What is today's price?", "current", [("2026-04-17T10:00:00Z", "2026-04-17T10:00:00.000001Z")],
      "What is today's price?"),
     ("How did revenue compare last quarter?", "at", [("2026-01-01", "2026-04-01")], "How did revenue compare?"),
-    ("What did the company do two years ago?", "at", [("2024-01-01", "2025-01-01")], "What did the company do?"),
+    # Duckling's reading of "N years ago": the month N years back (one grain finer than the unit)
+    ("What did the company do two years ago?", "at", [("2024-04-01", "2024-05-01")], "What did the company do?"),
     ("What did we ship last year?", "at", [("2025-01-01", "2026-01-01")], "What did we ship?"),
     ("What did we ship last month?", "at", [("2026-03-01", "2026-04-01")], "What did we ship?"),
     ("What did we ship this year?", "at", [("2026-01-01", "2027-01-01")], "What did we ship?"),

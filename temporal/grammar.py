@@ -1,0 +1,214 @@
+"""Duckling's readings made fit for prose, then resolved the diachron way (used by the tagger).
+
+Duckling (:mod:`diachron.temporal.duckling`) was built for short commands ("remind me at 3pm"); in running
+text it also reads "15 to 20 days" as a clock time and "the second man" as a date. This module keeps a
+reading only when it is written like a time, and then applies what is diachron's:
+
+* **guards**: a clock reading needs a clock cue (``3pm``, ``15:30``, ``16h``, "noon", "in the morning",
+  "in 2 minutes", a zone); a bare ordinal or unit ("the first", "the year") counts only as the whole
+  text; Duckling's latent guesses count only as the whole text and never for bare numbers ("4a", "3 30");
+* **relation words** ("since 2pm", "until Monday", "by 2:00pm") are split from the expression: the
+  mention is the anchor ("2pm"), the word its ``relation``, the open interval its ``reading``
+  (:func:`diachron.temporal.resolve.apply_relation`);
+* **clock-range ends are exclusive**: "from 2PM to 3PM" ends at 15:00 (Duckling counts the whole last
+  hour; dates keep their last day: "July 13-15" ends on 16 July 00:00);
+* **year-less dates** take a year written earlier in the same sentence ("late 2008, from September to
+  December"), else the direction of the tense (:func:`diachron.temporal.resolve.tense_at`): past → the
+  latest occurrence on or before the reference day; otherwise the next one (Duckling's own reading).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from diachron.schemas.time import Granularity, Interval, to_utc
+from diachron.temporal.duckling import DucklingMatch, duckling_parse
+from diachron.temporal.resolve import Tense, apply_relation, tense_at
+
+__all__ = ["GrammarMention", "grammar_mentions"]
+
+_I = re.IGNORECASE
+_CLOCK_CUE = re.compile(
+    r"\d\s*:\s*\d|\d\s*(?:[ap]\.?\s?m\b\.?|[ap]\b|h\b|h\d)|\b[ap]\.?\s?m\b|o'?\s?clock|\b(?:noon|midnight|midday|"
+    r"mid\s?day|morning|afternoon|evening|night|tonight|lunch|school|week-?end|wkend|dawn|dusk)|\b(?:hours?|"
+    r"minutes?|mins?|seconds?|secs?|days?|weeks?|now|asap|half|quarter|past|ago|hence|tomorrow|today)\b|"
+    r"as soon as possible|@|\d['\"]|\bat\s+(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve)\b|\b(?:gmt|utc|cet|cest|ist|est|edt|pst|pdt|cst|cdt|mst|mdt|bst|jst|aest|hst|akst)\b", _I)
+_BARE = re.compile(r"(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)?|first|second|third|fourth|fifth|sixth|seventh|eighth|"
+                   r"ninth|tenth|last|year|week|month|day|weekend|quarter)", _I)
+_BY_END = re.compile(r"by\s+(?:the\s+)?(?:eo[mdy]|end\s+of)\b", _I)
+_NUMERIC_ONLY = re.compile(r"[\d\s:./-]*[ap]?\.?", _I)
+_LEADING_RELATION = re.compile(
+    r"(?P<word>sometimes\s+before|sometime\s+before|no\s+later\s+than|prior\s+to|earlier\s+than|later\s+than|"
+    r"up\s+until|up\s+to|before|until|untill|till|through|thru|by|after|since|from|starting(?:\s+(?:in|from|on))?|"
+    r"beginning(?:\s+(?:in|on))?|as\s+of)\s+", _I)
+_PREPOSITION = re.compile(r"(?:on|during|at|@|for)\s+(?=\S)|in\s+(?=(?:the\s+)?(?:\d{4}|[A-Z][a-z]+)\b)", _I)
+_RANGE_WORD = re.compile(r"\d\s*(?:[ap]\.?m\.?|h\d*|:\d\d)?\s*(?:-|–|to|till|until|untill|thru|through)\s*\d|"
+                         r"\bbetween\b.+\band\b", _I)
+_DEICTIC = re.compile(r"\b(?:next|last|this|coming|upcoming|past|previous|ago|hence|from\s+now|tomorrow|yesterday|"
+                      r"today|tonight|after\s+next|before\s+last|current|now|closest|in\s+(?:\d+|a|an|one|two|"
+                      r"three|four|five|six|seven|eight|nine|ten|a\s+couple))\b", _I)
+_WEEKDAY_ONLY = re.compile(r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?", _I)
+_YEAR_WORD = re.compile(r"(?<![\d$.,])(1[0-9]\d\d|20\d\d|21\d\d)(?![\d%])")
+_FORWARD_WORDS = {"until", "till", "untill", "by", "before", "from", "starting", "through", "thru", "up to",
+                  "up until", "no later than"}
+
+
+@dataclass(frozen=True)
+class GrammarMention:
+    """A reading kept from Duckling: anchor interval, its span, the relation word and the resulting reading."""
+
+    interval: Interval
+    span: tuple[int, int]
+    is_range: bool
+    relation: str | None
+    reading: Interval
+
+
+def _kept(m: DucklingMatch, text: str) -> bool:
+    body = m.text.strip()
+    whole = text.strip(" \t\n.,;:!?").lower() == body.strip(" .,;:!?").lower()
+    if m.latent:
+        return whole and not _NUMERIC_ONLY.fullmatch(body)
+    if m.grain in ("second", "minute", "hour") and not _CLOCK_CUE.search(body) and not _BY_END.match(body):
+        return False
+    if _BARE.fullmatch(body) and not whole:
+        return False
+    return True
+
+
+def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | None:
+    found = duckling_parse(body, reference=reference, timezone=timezone, latent=True)
+    whole = sorted((m for m in found if m.span == (0, len(body))), key=lambda m: m.latent)
+    return whole[0] if whole else None
+
+
+def _exclusive_clock_end(m: DucklingMatch) -> Interval:
+    iv = m.interval
+    if not (m.is_interval and iv.end is not None and m.grain in ("hour", "minute", "second")
+            and _RANGE_WORD.search(m.text)):
+        return iv
+    step = {"hour": timedelta(hours=1), "minute": timedelta(minutes=1), "second": timedelta(seconds=1)}[m.grain]
+    end = iv.end - step
+    return Interval(iv.start, end, iv.granularity) if iv.start is None or iv.start < end else iv
+
+
+def _year_context(text: str, start: int) -> int | None:
+    left = text[max(0, start - 100):start]
+    cut = list(re.finditer(r"[.;!?]\s|\n", left))
+    if cut:
+        left = left[cut[-1].end():]
+    years = _YEAR_WORD.findall(left)
+    return int(years[-1]) if years else None
+
+
+def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], reference: datetime,
+              timezone: str, tense: Tense) -> Interval:
+    """Year-less readings: a year written before it in the sentence, else the tense's direction."""
+    iv = m.interval
+    if m.grain in ("second", "minute", "hour") or _DEICTIC.search(body) or iv.is_open:
+        return iv
+    zone = ZoneInfo(timezone)
+    year = _year_context(text, span[0])
+    if year is not None and not _YEAR_WORD.search(body):
+        jan1 = to_utc(datetime(year, 1, 1), tz=zone)
+        again = _reparse(body, jan1, timezone)
+        if again is not None and again.interval.start is not None and again.interval.start.astimezone(zone).year == year:
+            return again.interval
+    if tense == "past" and iv.start is not None and iv.start > reference:
+        back = timedelta(days=7) if _WEEKDAY_ONLY.fullmatch(body) else timedelta(days=365)
+        again = _reparse(body, reference - back, timezone)
+        if again is not None and again.interval.start is not None and again.interval.start <= reference:
+            return again.interval
+    return iv
+
+
+def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone: str) -> GrammarMention | None:
+    start, end = m.span
+    body = m.text
+    relation: str | None = None
+    duckling_reading: Interval | None = None
+    lead = _LEADING_RELATION.match(body)
+    if lead and not (m.interval.is_open or lead["word"].lower() == "by"):
+        lead = None
+    anchor: DucklingMatch | None = None
+    if lead:
+        anchor = _reparse(body[lead.end():], reference, timezone)
+        if anchor is None and not m.interval.is_open:  # "by EOM": only the whole phrase reads
+            lead = None
+        elif anchor is None:
+            side = m.interval.start if m.interval.start is not None else m.interval.end
+            anchor_iv = Interval.at(side)  # type: ignore[arg-type]
+        else:
+            anchor_iv = anchor.interval
+    if lead:
+        relation = " ".join(lead["word"].lower().split()).replace("untill", "until")
+        duckling_reading = m.interval
+        start += lead.end()
+        body = body[lead.end():]
+        m = DucklingMatch((start, end), body, anchor_iv, anchor.grain if anchor else m.grain, False,
+                          anchor.is_interval if anchor else False, m.holiday)
+    prep = _PREPOSITION.match(body)
+    if prep and relation is None:
+        start += prep.end()
+        body = body[prep.end():]
+    span = (offset + start, offset + end)
+    forward = relation in _FORWARD_WORDS
+    tense: Tense = "future" if forward else tense_at(text, span)
+    interval = _redirect(m, body, text, span, reference, timezone, tense)
+    interval = _exclusive_clock_end(m) if interval == m.interval else interval
+    if interval.is_open and relation is None:  # "ASAP", "before 11 am" with the word unsplittable
+        relation = "since" if interval.start is not None else "before"
+        side = interval.start if interval.start is not None else interval.end
+        reading, interval = interval, Interval.at(side)  # type: ignore[arg-type]
+    elif relation == "by" and tense_at(text, span) != "past" and duckling_reading is not None:
+        reading = duckling_reading
+    else:
+        reading = apply_relation(relation, interval, reference=reference, tense=tense_at(text, span))
+    is_range = m.is_interval and not interval.is_open and relation is None and bool(_RANGE_WORD.search(body))
+    return GrammarMention(interval, span, is_range, relation, reading)
+
+
+def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
+                     piece_chars: int = 2000) -> list[GrammarMention]:
+    """Duckling's readings of ``text`` kept and resolved as described in the module docstring.
+
+    Args:
+        text: any length; parsed in pieces of at most ``piece_chars`` characters cut at sentence ends,
+            so the cost grows linearly with the text.
+        reference: the clock or the document's publication time (aware; naive means UTC).
+        timezone: IANA zone of the text's local wall clock.
+
+    Returns:
+        Readings in text order; they may overlap (the tagger chooses).
+    """
+    reference = to_utc(reference).replace(microsecond=0)
+    out: list[GrammarMention] = []
+    for offset, piece in _pieces(text, piece_chars):
+        for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=False) + (
+                [m for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=True)
+                 if m.latent] if len(piece) <= 40 else []):
+            if not _kept(m, piece):
+                continue
+            found = _one(m, text, offset, reference, timezone)
+            if found is not None:
+                out.append(found)
+    return sorted(out, key=lambda g: g.span)
+
+
+def _pieces(text: str, size: int) -> list[tuple[int, str]]:
+    pieces: list[tuple[int, str]] = []
+    start = 0
+    while len(text) - start > size:
+        window = text[start:start + size]
+        cut = max(window.rfind(". "), window.rfind("\n"), window.rfind("? "), window.rfind("! "))
+        if cut < size // 2:
+            cut = window.rfind(" ")
+        cut = size if cut <= 0 else cut + 1
+        pieces.append((start, text[start:start + cut]))
+        start += cut
+    pieces.append((start, text[start:]))
+    return pieces

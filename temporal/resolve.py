@@ -1,0 +1,107 @@
+"""diachron's resolution on top of the grammar: tense, relation words, the direction of year-less dates.
+
+* :func:`tense_at` — the tense of the clause around an expression ("said Friday" is past, "will meet
+  Friday" future, a bare "Friday" has none), read from auxiliaries, common past forms and time words.
+  Year-less dates and bare weekdays resolve in its direction: past → the latest occurrence on or before
+  the reference day, future or none → the next one (Duckling's reading).
+* :func:`relation_before` — the relation word written just before an expression ("since", "until",
+  "by", …) and :func:`apply_relation`, the open or bounded interval it makes (half-open UTC):
+
+  ===================================  ===================================================
+  before / prior to / earlier than     ``[-inf, X.start)``
+  until / till / through / up to       ``[-inf, X.end)``  (X included)
+  by                                   past tense: ``[-inf, X.end)``; otherwise a deadline
+                                       ``[reference, X.start)`` when X is still ahead
+  after / later than                   ``[X.end, +inf)``; a clock time: ``[X.start, +inf)``
+  since / from / starting / as of      ``[X.start, +inf)``
+  ===================================  ===================================================
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from diachron.schemas.time import Granularity, Interval
+
+__all__ = ["Tense", "apply_relation", "relation_before", "tense_at"]
+
+Tense = Literal["past", "future", "none"]
+
+_I = re.IGNORECASE
+_FUTURE = re.compile(r"\b(?:will|shall|won't|going\s+to|gonna|is\s+due|are\s+due|due\s+to|plans?\s+to|planned|"
+                     r"scheduled|expected\s+to|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
+                     _I)
+_IRREGULAR = ("was|were|had|did|said|told|met|went|came|made|took|gave|held|began|became|left|fell|rose|won|"
+              "lost|sold|bought|paid|saw|ran|got|found|thought|brought|wrote|spoke|broke|chose|drove|grew|knew|"
+              "sent|spent|stood|built|felt|kept|led|meant|struck|fought|hit|shut|quit|sank|swore|threw|wore|"
+              "ago|earlier|last|yesterday|previously|formerly|once")
+_PAST = re.compile(rf"\b(?:{_IRREGULAR}|(?!(?:need|speed|seed|indeed|hundred|red|bed|feed|breed|shed|proceed|"
+                   r"exceed|succeed|planned|scheduled)\b)[a-z]{2,}ed)\b", _I)
+_CLAUSE_END = re.compile(r"[.;!?]\s|\n")
+
+_RELATION = re.compile(
+    r"\b(?P<word>sometime\s+before|sometimes\s+before|no\s+later\s+than|prior\s+to|earlier\s+than|later\s+than|"
+    r"up\s+until|up\s+to|before|until|till|through|thru|by|after|since|from|starting(?:\s+(?:in|from|on))?|"
+    r"beginning(?:\s+(?:in|on))?|as\s+of|between)\s+(?:the\s+)?$", _I)
+_BEFORE = {"before", "prior to", "earlier than", "sometime before", "sometimes before"}
+_UNTIL = {"until", "till", "through", "thru", "up to", "up until", "no later than"}
+_SINCE = {"since", "from", "as of"}
+_FINE = {Granularity.INSTANT, Granularity.HOUR}
+
+
+def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
+    """The tense of the clause holding ``text[span[0]:span[1]]``: the cue nearest the expression wins.
+
+    Only the clause (up to ``.``, ``;``, ``!``, ``?`` or a newline, at most ``window`` characters each
+    side) is read, so the cost does not grow with the text.
+    """
+    start, end = span
+    left = text[max(0, start - window):start]
+    cut = list(_CLAUSE_END.finditer(left))
+    if cut:
+        left = left[cut[-1].end():]
+    right = text[end:end + window]
+    stop = _CLAUSE_END.search(right)
+    if stop:
+        right = right[:stop.start()]
+    best: tuple[int, Tense] | None = None
+    for pattern, tense in ((_FUTURE, "future"), (_PAST, "past")):
+        for m in pattern.finditer(left):
+            distance = len(left) - m.end()
+            if best is None or distance < best[0]:
+                best = (distance, tense)
+        for m in pattern.finditer(right):
+            if best is None or m.start() < best[0]:
+                best = (m.start(), tense)
+    return "none" if best is None else best[1]
+
+
+def relation_before(text: str, start: int) -> tuple[str, int] | None:
+    """The relation word ending just before ``start`` (lower case, single-spaced) and where it begins."""
+    m = _RELATION.search(text[max(0, start - 40):start])
+    if m is None:
+        return None
+    return " ".join(m["word"].lower().split()), start - (len(text[max(0, start - 40):start]) - m.start())
+
+
+def apply_relation(word: str | None, interval: Interval, *, reference: datetime | None = None,
+                   tense: Tense = "none") -> Interval:
+    """The interval a relation word makes of ``interval`` (table in the module docstring); no word: itself."""
+    if word is None or word == "between" or interval.is_open:
+        return interval
+    g = interval.granularity
+    if word in _BEFORE:
+        return Interval(None, interval.start, g)
+    if word in _UNTIL:
+        return Interval(None, interval.end, g)
+    if word == "by":
+        if tense != "past" and reference is not None and reference < interval.start:  # type: ignore[operator]
+            return Interval(reference, interval.start, g)
+        return Interval(None, interval.end, g)
+    if word in ("after", "later than"):
+        return Interval(interval.start if g in _FINE else interval.end, None, g)
+    if word in _SINCE or word.startswith(("starting", "beginning")):
+        return Interval(interval.start, None, g)
+    return interval
