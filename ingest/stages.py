@@ -88,15 +88,30 @@ def build_annotator(config: StageConfig) -> Any:
 
 
 def chunk_time(intervals: list[Interval], published_at: datetime | None) -> tuple[list[Interval], str, str]:
-    """Event time of a chunk: its intervals, else its document's publication day, else unknown.
+    """Time of one chunk on its own: its intervals, else its document's publication day, else unknown.
 
-    Returns ``(intervals, time_source, time_status)`` (DESIGN.md, "Event time").
+    Returns ``(intervals, time_source, time_status)`` (DESIGN.md, "Event time"). Chunks of a whole
+    document get their validity spans from :func:`document_times` instead.
     """
     if intervals:
         return intervals, "event", "known"
     if published_at is not None:
         return [period(published_at, Granularity.DAY)], "published", "known"
     return [], "unknown", "unknown"
+
+
+def document_times(text: str, chunk_spans: list[tuple[int, int]], notes: list[Any],
+                   published_at: datetime | None) -> list[Any]:
+    """Validity spans of a document's chunks (:func:`diachron.ingest.annotation.spans.document_timeline`).
+
+    ``chunk_spans`` are the chunks' character offsets in ``text`` (sections start at markdown headings);
+    ``notes`` their stage-2 :class:`~diachron.ingest.annotation.base.ChunkAnnotation`. Returns one
+    :class:`~diachron.ingest.annotation.spans.ChunkTime` per chunk.
+    """
+    from diachron.ingest.annotation.spans import document_timeline, sections_by_position, spans_of
+
+    literal = [spans_of(n.intervals, n.texts, n.kinds) for n in notes]
+    return document_timeline(literal, sections=sections_by_position(text, chunk_spans), published_at=published_at)
 
 
 def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:
@@ -106,6 +121,11 @@ def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:
     starts = [i.start for i in intervals]
     ends = [i.end for i in intervals]
     return (None if None in starts else min(starts)), (None if None in ends else max(ends))  # type: ignore[type-var]
+
+
+def _span_rows(spans: list[Any]) -> list[dict[str, Any]]:
+    return intervals_to_arrow([s.interval for s in spans], [s.text for s in spans], kinds=[s.kind for s in spans],
+                              provenance=[s.provenance for s in spans])
 
 
 class AnnotateStage:
@@ -141,19 +161,20 @@ class AnnotateStage:
             doc["doc_id"], doc["title"], text[:_SEGMENT_CHARS], text[-_SEGMENT_CHARS:], doc["published_at"]))
         chunks = self.chunker.chunk(text)
         notes = self.annotator.annotate_chunks([c.text for c in chunks], doc=stage1)
-        return [self._row(doc, stage1, c.seq, c.text, c.token_count, n) for c, n in zip(chunks, notes, strict=True)]
+        times = document_times(text, [c.span for c in chunks], notes, stage1.published_at)
+        return [self._row(doc, stage1, c.seq, c.text, c.token_count, n, t)
+                for c, n, t in zip(chunks, notes, times, strict=True)]
 
     @staticmethod
-    def _row(doc: dict[str, Any], stage1: DocumentAnnotation, seq: int, text: str, tokens: int, note: Any
-             ) -> dict[str, Any]:
-        intervals, source, status = chunk_time(note.intervals, stage1.published_at)
-        texts = note.texts if source == "event" and note.texts else [None] * len(intervals)
-        start, end = hull(intervals)
+    def _row(doc: dict[str, Any], stage1: DocumentAnnotation, seq: int, text: str, tokens: int, note: Any,
+             chunk_time: Any) -> dict[str, Any]:
+        start, end = hull([s.interval for s in chunk_time.spans])
         return {
             "chunk_id": make_chunk_id(doc["doc_id"], seq, text), "doc_id": doc["doc_id"],
             "series_id": doc["series_id"], "seq": seq, "text": text, "token_count": tokens,
-            "published_at": stage1.published_at, "intervals": intervals_to_arrow(intervals, texts),
-            "event_start": start, "event_end": end, "time_source": source, "time_status": status,
+            "published_at": stage1.published_at, "intervals": _span_rows(chunk_time.spans),
+            "event_start": start, "event_end": end, "time_source": chunk_time.time_source,
+            "time_status": chunk_time.time_status,
             "valid_from": doc["valid_from"], "valid_until": doc["valid_until"], "annotator": note.annotator,
             "published_at_source": stage1.published_at_source, "abstract": stage1.abstract,
             "_quarantine": json.dumps([{"stage": "annotate", "reason": f} for f in note.flags]) if note.flags else None,
@@ -250,11 +271,13 @@ def _add_quarantine(row: dict[str, Any], stage: str, reason: str, payload: dict[
 
 
 def _retime(row: dict[str, Any], kept: list[dict[str, Any]]) -> None:
-    """Recompute a chunk's time after invalid intervals were removed."""
+    """Recompute a chunk's time after invalid intervals were removed (kept ones keep kind and provenance)."""
     intervals = [Interval(iv["start"], iv["end"], iv["granularity"]) for iv in kept]
-    texts = [iv.get("text") for iv in kept]
     new, source, status = chunk_time(intervals, row["published_at"])
-    row["intervals"] = intervals_to_arrow(new, texts if source == "event" else None)
+    if source == "event":
+        row["intervals"] = [dict(iv) for iv in kept]
+    else:
+        row["intervals"] = intervals_to_arrow(new, provenance=["published"] * len(new))
     row["event_start"], row["event_end"] = hull(new)
     row["time_source"], row["time_status"] = source, status
 
