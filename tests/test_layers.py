@@ -9,6 +9,7 @@ old top-level names (``schemas``, ``ingest``, ``retrieval``), and a built wheel 
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -86,9 +87,18 @@ def test_the_checker_catches_a_violation(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
-    """A wheel built from the tree holds ``diachron/…`` (and its dist-info) and no other top-level name."""
+    """A wheel built from the tree holds ``diachron/…`` (and its dist-info) and no other top-level name.
+
+    Built from a copy of the tracked files, so setuptools' ``build/`` never lands in the work tree.
+    """
+    src = tmp_path / "src"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(ROOT)], check=True, capture_output=True)
+                    str(tmp_path), str(src)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("diachron_rag-*.whl")
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"diachron"}
