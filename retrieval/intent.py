@@ -25,15 +25,16 @@ _I = re.IGNORECASE
 _UP_TO_NOW = re.compile(r"\b(?:up\s+(?:to|until)\s+(?:now|today|the\s+present)|until\s+now|till\s+now|so\s+far|"
                         r"to\s+date|thus\s+far)\b", _I)
 _CURRENT = re.compile(r"\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|these\s+days|now|"
-                      r"current|today's|today’s|present-day)\b", _I)
+                      r"current|today's|today’s|present-day|latest|newest|most\s+recent)\b", _I)
 _CURRENT_REMOVABLE = re.compile(r"\s*\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|"
                                 r"these\s+days)\b", _I)
 _CONNECTORS = re.compile(r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
                          r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
                          r"later\s+than|starting|beginning|the)\s+)+$", _I)
 _NOW_WORD = re.compile(r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|these\s+days", _I)  # _read_clock's
-_VALID_AT = re.compile(r"\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
-                       r"(?:on|in|at|as\s+of|during)\s+(?:the\s+)?$", _I)
+_VALID_AT = re.compile(r"(?:\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
+                       r"(?:on|in|at|as\s+of|during)|\b(?:latest|newest|most\s+recent)\b[^.?!]*\bas\s+of)\s+"
+                       r"(?:the\s+)?$", _I)  # "the latest release as of 1 June 2015": valid (current) then
 _RELATIVE = re.compile(r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
                        r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", _I)
 
