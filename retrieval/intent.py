@@ -30,7 +30,7 @@ _CURRENT_REMOVABLE = re.compile(r"\s*\b(?:currently|right\s+now|nowadays|at\s+pr
                                 r"these\s+days)\b", _I)
 _CONNECTORS = re.compile(r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
                          r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
-                         r"later\s+than|starting|beginning|the)\s+)+$", _I)
+                         r"later\s+than|starting|beginning|the|(?:time\s+)?period|years?)\s+)+$", _I)
 _NOW_WORD = re.compile(r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|these\s+days", _I)  # _read_clock's
 _VALID_AT = re.compile(r"(?:\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
                        r"(?:on|in|at|as\s+of|during)|\b(?:latest|newest|most\s+recent)\b[^.?!]*\bas\s+of)\s+"
@@ -113,8 +113,9 @@ def _is_todays(mention: TimeMention, question: str) -> bool:
 
 def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, config: IntentConfig) -> _Reading:
     reading = _Reading()
-    for mention in _refined(question, mentions):
+    for mention, lead in _refined(question, mentions):
         start, end = mention.span
+        start = min(start, lead)
         before_text = question[max(0, start - 60):start]
         interval, relation = _relate(mention, before_text)
         if interval in reading.intervals:
@@ -135,19 +136,20 @@ def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, co
 _GLOSS = re.compile(r"\s*(?:,|\(|—|–|-|:)\s*(?:from\s+|between\s+|i\.e\.\s*)?$", _I)
 
 
-def _refined(question: str, mentions: list[TimeMention]) -> list[TimeMention]:
+def _refined(question: str, mentions: list[TimeMention]) -> list[tuple[TimeMention, int]]:
     """A mention glossed right after by an overlapping, more explicit one ("late 2008, from September to
-    December", "spring of 2012 (March through May)") gives way to the gloss."""
-    kept: list[TimeMention] = []
+    December", "spring of 2012 (March through May)") gives way to the gloss; each kept mention comes with
+    the offset where its words begin (the glossed mention's start)."""
+    kept: list[tuple[TimeMention, int]] = []
     for mention in mentions:
         if kept:
-            last = kept[-1]
+            last, lead = kept[-1]
             gap = question[last.span[1]:mention.span[0]]
             if (len(gap) <= 12 and _GLOSS.fullmatch(gap) and last.relation is None and mention.reading is not None
                     and last.interval.overlaps(mention.reading)):
-                kept[-1] = mention
+                kept[-1] = (mention, lead)
                 continue
-        kept.append(mention)
+        kept.append((mention, mention.span[0]))
     return kept
 
 
@@ -207,6 +209,9 @@ def _core_query(question: str, removals: list[tuple[int, int]]) -> str:
     text = question
     for start, end in sorted(removals, reverse=True):
         text = text[:start] + " " + text[end:]
+    text = re.sub(r"\(\s*\)", " ", text)
+    if text.count(")") > text.count("("):  # a removed gloss "(March through May)" leaves its ")"
+        text = re.sub(r"\s\)", " ", text, count=text.count(")") - text.count("("))
     text = re.sub(r"\s+", " ", text)
     text = re.sub(r"(?:\s+\b(?:and|or)\b)+\s*(?=[?.!,;:]|$)", "", text)
     text = re.sub(r"\s+([?.!,;:])", r"\1", text)

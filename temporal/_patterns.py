@@ -14,12 +14,14 @@ __all__ = [
     "DAY_RANGE",
     "DAY_RANGE_SHARED_YEAR",
     "DECADE",
+    "DURATION_UP_TO",
     "DURATION_ENDED",
     "FISCAL_RELATIVE",
     "FISCAL_YEAR",
     "HALF",
     "ISO_DATE",
     "MONTHS",
+    "MONTH_RANGE_BARE",
     "MONTH_RANGE_YEAR",
     "MONTH_YEAR",
     "NUMERIC_DATE",
@@ -121,6 +123,15 @@ _CLOCK = r"(?:[01]?\d)(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?"
 _DAYREF = rf"(?:today|tomorrow|yesterday|(?:on\s+)?{MONTH}\s+{DAY},?\s*{YEAR4})"
 CLOCK_RANGE = _c(rf"\b(?:(?P<day1>{_DAYREF})\s+)?(?:from\s+|between\s+)?(?P<t1>{_CLOCK})"
                  rf"\s*(?:-|–|to|until|till|and)\s*(?P<t2>{_CLOCK})(?:\s+(?P<day2>{_DAYREF}))?\b")
+# a month range without a year: "(March through May)" after "spring of 2012" takes the year written before it
+MONTH_RANGE_BARE = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH})\s*(?:-|–|—|to|through|thru|until|till|and)\s*"
+                      rf"(?P<m2>{MONTH})\b(?!,?\s+(?:of\s+)?\d)")
+# "the 24 hours up to 2 a.m. New York time on 10 March 2024": a duration counted back from a local instant
+_ZONE_WORDS = r"(?P<zone>(?:[A-Z][a-z]+\s){1,3})time\s+"
+DURATION_UP_TO = _c(rf"\b(?:the\s+)?(?P<n>\d{{1,3}}|{_NUM})\s+(?P<unit>hours|days|minutes)\s+(?:up\s+to|until|till|"
+                    rf"ending(?:\s+at)?|to|before)\s+(?P<t>{_CLOCK})\s+(?-i:{_ZONE_WORDS})?(?:on\s+)?"
+                    rf"(?:(?P<month>{MONTH})\s+(?P<day>{DAY}),?\s*|(?:the\s+)?(?P<day2>{DAY})\s+(?:of\s+)?(?P<month2>{MONTH}),?\s+)"
+                    rf"(?P<year>{YEAR4})\b")
 _ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DAY},?\s*{YEAR4}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR4}|{MONTH},?\s+{YEAR4}"
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
 RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"

@@ -46,7 +46,9 @@ _LEADING_RELATION = re.compile(
     r"up\s+until|up\s+to|before|until|untill|till|through|thru|by|after|since|from|starting(?:\s+(?:in|from|on))?|"
     r"beginning(?:\s+(?:in|on))?|as\s+of)\s+", _I)
 _PREPOSITION = re.compile(r"(?:on|during|at|@|for)\s+(?=\S)|in\s+(?=(?:the\s+)?(?:\d{4}|[A-Z][a-z]+)\b)", _I)
-_RANGE_WORD = re.compile(r"\d\s*(?:[ap]\.?m\.?|h\d*|:\d\d)?\s*(?:-|–|to|till|until|untill|thru|through)\s*\d|"
+_CLOCK_RANGE_WORD = re.compile(r"\d\s*(?:[ap]\.?\s?m\.?|h\d*|:\d\d)?\s*(?:-|–|to|till|until|untill|thru|through)\s*\d|"
+                               r"\bbetween\b.+\band\b", _I)
+_RANGE_WORD = re.compile(r"(?:\s|\d|\w\.?)(?:-|–|—)(?:\s|\d|\w)|\s(?:to|till|until|untill|thru|through)\s|"
                          r"\bbetween\b.+\band\b", _I)
 _DEICTIC = re.compile(r"\b(?:next|last|this|coming|upcoming|past|previous|ago|hence|from\s+now|tomorrow|yesterday|"
                       r"today|tonight|after\s+next|before\s+last|current|now|closest|in\s+(?:\d+|a|an|one|two|"
@@ -89,7 +91,7 @@ def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | N
 def _exclusive_clock_end(m: DucklingMatch) -> Interval:
     iv = m.interval
     if not (m.is_interval and iv.end is not None and m.grain in ("hour", "minute", "second")
-            and _RANGE_WORD.search(m.text)):
+            and _CLOCK_RANGE_WORD.search(m.text)):
         return iv
     step = {"hour": timedelta(hours=1), "minute": timedelta(minutes=1), "second": timedelta(seconds=1)}[m.grain]
     end = iv.end - step

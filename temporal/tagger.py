@@ -9,6 +9,7 @@ on the machine clock. Finding expressions is diachron's own work (``_patterns.py
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -235,6 +236,49 @@ def _month_range_year(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     if last < first:
         return None
     return ctx.months(int(m["year"]), first, last - first + 1, G.MONTH)
+
+
+def _month_range_bare(m: re.Match[str], ctx: _Ctx) -> Interval | None:
+    """"(March through May)": the months of the year written just before it in the sentence, else nothing
+    (Duckling's grammar then reads it against the reference)."""
+    left = re.split(r"[.;!?]\s", ctx.text[max(0, m.start() - 100):m.start()])[-1]
+    years = re.findall(rf"(?<![\d$.,]){P.YEAR4}(?![\d%])", left)
+    first, last = P.month_number(m["m1"]), P.month_number(m["m2"])
+    if not years or last < first:
+        return None
+    return ctx.months(int(years[-1]), first, last - first + 1, G.MONTH)
+
+
+def _zone_named(words: str | None, ctx: _Ctx) -> ZoneInfo:
+    """"New York " -> America/New_York (a city of the IANA database); the text's zone otherwise."""
+    if words:
+        key = "/" + "_".join(words.split())
+        for name in _zone_names():
+            if name.endswith(key):
+                return ZoneInfo(name)
+    return ctx.zone
+
+
+@functools.lru_cache(maxsize=1)
+def _zone_names() -> tuple[str, ...]:
+    import zoneinfo
+
+    return tuple(sorted(zoneinfo.available_timezones()))
+
+
+def _duration_up_to(m: re.Match[str], ctx: _Ctx) -> Interval:
+    """"the 24 hours up to 2 a.m. New York time on 10 March 2024": ``[T - 24 h, T)``, T read in the named
+    zone (DST-correct: a wall time skipped by the clock change reads with the offset before it)."""
+    zone = _zone_named(m["zone"], ctx)
+    day = P.ordinal_value(m["day"] or m["day2"])
+    month = P.month_number(m["month"] or m["month2"])
+    hour, minute = _clock(m["t"], _clock_suffix(m["t"]))
+    end = to_utc(datetime(int(m["year"]), month, day, hour, minute), tz=zone)
+    count = P.number_value(m["n"]) if not m["n"].isdigit() else int(m["n"])
+    unit = m["unit"].lower()
+    delta = timedelta(hours=count) if unit == "hours" else timedelta(days=count) if unit == "days" else \
+        timedelta(minutes=count)
+    return Interval(end - delta, end, G.HOUR if unit != "days" else G.DAY)
 
 
 def _day_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
@@ -519,7 +563,8 @@ _ATOM_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
 ]
 _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.DURATION_ENDED, _duration_ended, False), (P.CLOCK_RANGE, _clock_range, True), (P.RANGE, _range, True),
-    (P.MONTH_RANGE_YEAR, _month_range_year, True), (P.DAY_RANGE, _day_range, True),
+    (P.MONTH_RANGE_YEAR, _month_range_year, True), (P.MONTH_RANGE_BARE, _month_range_bare, True),
+    (P.DURATION_UP_TO, _duration_up_to, False), (P.DAY_RANGE, _day_range, True),
     (P.DAY_RANGE_SHARED_YEAR, _day_range_shared_year, True),
     (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES, (P.CENTURY, _century, False),
     (P.FISCAL_RELATIVE, _fiscal_relative, False), (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
