@@ -1,0 +1,222 @@
+"""Validity spans on short real passages (TimeQA / Wikipedia), with intervals worked out by hand.
+
+Kinds come from the relation words around a date; a state start opens a span until the document's
+next change, a state end closes one opened earlier, chunks carry their facts to the timeline's next
+date, and undated chunks inherit their section's or document's span. Retrieval tiers: unknown-time
+chunks are admitted below known ones unless strict; the fit weighs spans by kind and provenance.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from diachron.ingest.annotation.spans import (
+    Span,
+    classify,
+    document_timeline,
+    sections_by_position,
+    spans_of,
+)
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.tiers import UNKNOWN_FIT, row_fit
+from diachron.schemas.time import Granularity, Interval, period
+
+
+def t(year: int, month: int = 1, day: int = 1) -> datetime:
+    return datetime(year, month, day, tzinfo=UTC)
+
+
+def _kind(text: str, date: str, *, is_range: bool = False) -> str:
+    start = text.index(date)
+    return classify(text, (start, start + len(date)), is_range=is_range)
+
+
+# --- kinds -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, date, kind", [
+    ("Since 1993 , he has been president of the Alba County PNL chapter .", "1993", "state_start"),
+    ("Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
+     "February 1990", "state_start"),
+    ("Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
+     "1989", "mention"),
+    ("On 1 May 2006 , Heße was appointed Deputy Vicar General of the Archdiocese of Cologne .", "1 May 2006",
+     "state_start"),
+    ("Abel P . Upshur was laid up at Philadelphia until 4 December 1939 , when she was again placed in "
+     "commission .", "4 December 1939", "state_end"),
+    ("In February 2012 , he left the National Alliance Party .", "February 2012", "state_end"),
+    ("Marape first contested the Tari-Pori seat at the 2002 election for the Peoples Progress Party .", "2002",
+     "mention"),
+    ("His first combat mission was on 26 March 1943 .", "26 March 1943", "event"),
+    ("From 1994 to 1995 , he was Officer in charge at the PNG Institute of Medical Research .", "From 1994 to 1995",
+     "state"),
+    ("He had played for SV Werden Bremen from 2012 up until this move .", "2012", "state_start"),
+])
+def test_kind_from_the_relation_words(text: str, date: str, kind: str) -> None:
+    assert _kind(text, date) == kind
+
+
+def test_a_range_from_the_tagger_is_a_state() -> None:
+    text = "He was Minister for Education ( 2008–2011 ) ."
+    assert _kind(text, "2008–2011", is_range=True) == "state"
+
+
+# --- opening, closing, carrying ----------------------------------------------------------------------
+
+def _spans(out, provenance: str) -> list[Interval]:
+    return [s.interval for s in out.spans if s.provenance == provenance]
+
+
+def test_state_start_opens_until_the_next_change_then_stays_open() -> None:
+    # Sérgio Conceição, "Beginnings"/"Nantes": hired 8 April 2013; signed with Braga 26 May 2014;
+    # named manager of Nantes 8 December 2016 (nothing later in this document).
+    hired = Span(period(t(2013, 4, 8), Granularity.DAY), "state_start", "8 April 2013")
+    braga = Span(period(t(2014, 5, 26), Granularity.DAY), "state_start", "26 May 2014")
+    resurfaced = Span(period(t(2015, 9, 22), Granularity.DAY), "event", "22 September 2015")
+    nantes = Span(period(t(2016, 12, 8), Granularity.DAY), "state_start", "8 December 2016")
+    out = document_timeline([[hired], [braga], [resurfaced], [nantes]], sections=[0, 0, 0, 1])
+    # the next change after a state start is the next dated state start (an event is no change)
+    assert _spans(out[0], "inferred:next-change") == [Interval(t(2013, 4, 8), t(2014, 5, 26))]
+    assert _spans(out[1], "inferred:next-change") == [Interval(t(2014, 5, 26), t(2016, 12, 8))]
+    assert _spans(out[3], "inferred:open") == [Interval(t(2016, 12, 8), None)]
+    # the literal dates stay, as written (they are the evidence)
+    assert out[0].spans[0] == hired and out[0].time_source == "event"
+    # carried to the next date at or after the chunk's own: 22 Sep 2015 chunk -> 8 Dec 2016
+    assert _spans(out[2], "inferred:timeline") == [Interval(t(2015, 9, 22), t(2016, 12, 8))]
+    assert _spans(out[3], "inferred:timeline") == []  # nothing later is dated: nothing carried
+
+
+def test_state_end_closes_a_span_opened_earlier() -> None:
+    # Abel P. Upshur: returned to Navy custody 21 May 1934 (start) ... laid up until 4 December 1939 (end)
+    returned = Span(period(t(1934, 5, 21), Granularity.DAY), "state_start", "21 May 1934")
+    until = Span(period(t(1939, 12, 4), Granularity.DAY), "state_end", "4 December 1939")
+    (out,) = document_timeline([[returned, until]])
+    assert _spans(out, "inferred:previous-change") == [Interval(t(1934, 5, 21), t(1939, 12, 5))]
+    # a state end with nothing dated before it is open to the past
+    (alone,) = document_timeline([[until]])
+    assert _spans(alone, "inferred:open-past") == [Interval(None, t(1939, 12, 5))]
+
+
+def test_undated_chunks_inherit_section_then_document_then_nothing() -> None:
+    early = Span(Interval(t(1994), t(1996)), "state", "From 1994 to 1995")
+    later = Span(period(t(2007), Granularity.YEAR), "event", "2007")
+    chunks = [[early], [], [later], []]
+    out = document_timeline(chunks, sections=[0, 0, 1, 2])
+    # section 0's span: the hull of its spans, [1994, 1996) and the span carried to the next date, 2007
+    assert (out[1].time_source, out[1].spans[0].interval) == ("inherited:section", Interval(t(1994), t(2007)))
+    flat = document_timeline(chunks, sections=[0, 0, 1, 2], carry=False)
+    assert flat[1].spans[0].interval == Interval(t(1994), t(1996))
+    # section 2 has no date of its own: the document's extent, 1994 .. end of 2007
+    assert (out[3].time_source, out[3].spans[0].interval) == ("inherited:document", Interval(t(1994), t(2008)))
+    assert out[3].spans[0].kind == "inherited"
+    # nothing dated anywhere: the publication day, else unknown (nothing invented)
+    (published,) = document_timeline([[]], published_at=t(2020, 3, 4, ))
+    assert (published.time_source, published.spans[0].interval) == ("published", period(t(2020, 3, 4), "day"))
+    (unknown,) = document_timeline([[]])
+    assert (unknown.time_source, unknown.time_status, unknown.spans) == ("unknown", "unknown", [])
+
+
+def test_a_dated_chunk_also_carries_its_wider_section_span() -> None:
+    a = Span(period(t(1990), Granularity.YEAR), "event", "1990")
+    b = Span(period(t(1995), Granularity.YEAR), "event", "1995")
+    out = document_timeline([[a], [b]], sections=[0, 0], carry=False)
+    assert _spans(out[0], "inherited:section") == [Interval(t(1990), t(1996))]
+    (single,) = document_timeline([[a]], carry=False)
+    assert _spans(single, "inherited:section") == []  # the section is the chunk itself: nothing added
+
+
+def test_sections_start_at_markdown_headings() -> None:
+    text = "## Early career\n\nBorn 1971.\n\nGraduated 1993.\n\n## Political career\n\nElected 2007."
+    spans = [(text.index("Born"), text.index("Born") + 10), (text.index("Graduated"), text.index("Graduated") + 15),
+             (text.index("## Political"), len(text))]
+    assert sections_by_position(text, spans) == [1, 1, 2]
+
+
+def test_unknown_kinds_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown interval kind"):
+        spans_of([period(t(2001), "year")], ["2001"], ["sometime"])
+
+
+def test_annotate_stage_on_a_real_page(tmp_path) -> None:
+    """The rule annotator + timeline through the real annotate stage (real chunker, real tagger)."""
+    from diachron.ingest.stages import AnnotateStage, StageConfig
+
+    text = ("## Early career\n\nAtanasiu entered politics shortly after the 1989 Revolution , joining the PNL in "
+            "February 1990 .\n\n## Later life\n\nHe left the PNL in 2004 .")
+    stage = AnnotateStage(StageConfig(max_tokens=24))
+    rows = stage(pa.Table.from_pylist([{"doc_id": "d", "series_id": "d", "title": "Teodor Atanasiu", "text": text,
+                                        "published_at": None, "valid_from": None, "valid_until": None}])).to_pylist()
+    by_kind = {(iv["kind"], iv["provenance"]): (iv["start"], iv["end"]) for r in rows for iv in r["intervals"]}
+    assert by_kind[("mention", None)] == (t(1989), t(1990))
+    assert by_kind[("state_start", None)] == (t(1990, 2), t(1990, 3))
+    # joined Feb 1990, nothing later starts: open; left in 2004 closes the span from the previous date
+    assert by_kind[("state", "inferred:open")] == (t(1990, 2), None)
+    assert by_kind[("state", "inferred:previous-change")] == (t(1990, 2), t(2005))
+    assert {r["time_source"] for r in rows} == {"event"}
+
+
+# --- tiers and fit -----------------------------------------------------------------------------------
+
+def test_fit_weighs_spans_by_kind_and_provenance() -> None:
+    # row 0: one event in the window (share 1) -> 1.0
+    # row 1: two literal intervals, one in the window -> share 0.5
+    # row 2: literal state start outside, its inferred next-change span inside -> 0.8
+    # row 3: a mention in the window (0.25) among 1 literal -> 0.25
+    # row 4: unknown time -> UNKNOWN_FIT
+    counts = np.array([1, 2, 2, 1, 0])
+    hit = np.array([True, True, False, False, True, True])
+    weights = np.array([1.0, 1.0, 1.0, 1.0, 0.8, 0.25])
+    literal = np.array([True, True, True, True, False, True])
+    assert row_fit(counts, hit, weights, literal).tolist() == [1.0, 0.5, 0.8, 0.25, UNKNOWN_FIT]
+
+
+def test_time_filter_tiers_and_strict() -> None:
+    tiers = TimeFilter(event=(Interval(t(2005), t(2006)),), admit_unknown=True)
+    strict = TimeFilter(event=(Interval(t(2005), t(2006)),))
+    assert tiers.matches([]) and not strict.matches([])
+    assert not tiers.matches([Interval(t(1990), t(1991))])  # known and outside: rejected either way
+    assert tiers.to_dict()["strict"] is False and strict.to_dict()["strict"] is True
+
+
+def _row(chunk_id: str, intervals: list[dict], vector: list[float]) -> dict:
+    starts = [iv["start"] for iv in intervals]
+    ends = [iv["end"] for iv in intervals]
+    return {"chunk_id": chunk_id, "doc_id": chunk_id, "series_id": chunk_id, "seq": 0, "text": chunk_id,
+            "token_count": 1, "published_at": None, "intervals": intervals,
+            "event_start": min(starts) if starts and None not in starts else None,
+            "event_end": max(ends) if ends and None not in ends else None,
+            "time_source": "event" if intervals else "unknown", "time_status": "known" if intervals else "unknown",
+            "valid_from": None, "valid_until": None, "annotator": "test", "embedder": "test/4",
+            "recorded_at": t(2026), "run_id": "r", "vector": vector}
+
+
+def _iv(start, end, kind="event", provenance=None) -> dict:
+    return {"start": start, "end": end, "granularity": "year", "text": None, "kind": kind, "provenance": provenance}
+
+
+def test_search_ranks_a_covering_span_above_a_passing_mention_and_admits_unknown_last(tmp_path) -> None:
+    from diachron.retrieval.search import Searcher
+    from diachron.schemas.records import ChunkRecord, arrow_schema
+
+    rows = [_row("member-since-1995", [_iv(t(1995), t(1996), "state_start"),
+                                       _iv(t(1995), None, "state", "inferred:open")], [0.9, 0.4359, 0, 0]),
+            _row("the-2000-election", [_iv(t(2000), t(2001), "mention")], [1, 0, 0, 0]),
+            _row("undated", [], [0.95, 0.3122, 0, 0]),
+            _row("left-in-1990", [_iv(t(1990), t(1991), "state_end")], [1, 0, 0, 0])]
+    table = lancedb.connect(str(tmp_path / "db")).create_table(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+    window = (Interval(t(2000, 7), t(2000, 8)),)
+    vector = np.array([1, 0, 0, 0], dtype=np.float32)
+    searcher = Searcher(table, temporal_weight=0.2)
+    hits = searcher.search(vector, TimeFilter(event=window, admit_unknown=True), k=10)
+    # scores: member 0.9 + 0.2*0.5 = 1.0; election 1.0 + 0.2*0.25 = 1.05; undated 0.95 + 0.2*0.1 = 0.97
+    assert [h.row["chunk_id"] for h in hits] == ["the-2000-election", "member-since-1995", "undated"]
+    # with more weight the open span (0.5) beats the passing mention (0.25): 0.9+0.5*0.5 = 1.15 > 1.125
+    hits = searcher.search(vector, TimeFilter(event=window, admit_unknown=True), k=10, temporal_weight=0.5)
+    assert [h.row["chunk_id"] for h in hits][:2] == ["member-since-1995", "the-2000-election"]
+    strict = searcher.search(vector, TimeFilter(event=window), k=10)
+    assert {h.row["chunk_id"] for h in strict} == {"member-since-1995", "the-2000-election"}
