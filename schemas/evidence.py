@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from diachron.schemas.intent import TemporalIntent
-from diachron.schemas.lineage import Signal
-from diachron.schemas.time import Interval, format_instant
+from diachron.schemas.intent import Relation, TemporalIntent
+from diachron.schemas.lineage import Clarification, ConflictKind, ConflictSignal, GapSignal, Signal, VersionSpan
+from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant
 
-__all__ = ["Evidence", "SearchResult", "SearchTrace", "SCHEMA_VERSION"]
+__all__ = ["Evidence", "SearchResult", "SearchTrace", "SCHEMA_VERSION", "intent_from_dict", "signal_from_dict"]
 
 SCHEMA_VERSION = "1.0"
 
@@ -22,7 +22,9 @@ class Evidence:
     Attributes:
         score: cosine similarity to the query embedding (higher is closer), in [-1, 1].
         intervals: the chunk's event intervals, half-open UTC.
-        time_source: ``event`` (stage 2 found intervals) or ``published`` (inherits the publication day).
+        time_source: ``event`` (stage 2 found intervals), ``inherited:section`` / ``inherited:document``
+            (no date of its own: its section's or document's span), ``published`` (the publication day) or
+            ``unknown`` (no time known: a lower-tier card, ``time_status`` ``"time unknown"`` in ``to_dict``).
         valid_from/valid_until: valid time of the document version (``None`` = open).
         recorded_at: transaction time of the chunk row.
         rank: 1-based position in the ranking (similarity + temporal focus) before chronological ordering.
@@ -51,11 +53,33 @@ class Evidence:
         return {
             "chunk_id": self.chunk_id, "doc_id": self.doc_id, "series_id": self.series_id, "title": self.title,
             "published_at": format_instant(self.published_at), "intervals": [i.to_dict() for i in self.intervals],
-            "time_source": self.time_source, "valid_from": format_instant(self.valid_from),
+            "time_source": self.time_source,
+            "time_status": "time unknown" if self.time_source == "unknown" else "known",
+            "valid_from": format_instant(self.valid_from),
             "valid_until": format_instant(self.valid_until), "recorded_at": format_instant(self.recorded_at),
             "superseded_by": self.superseded_by, "corrected_by": self.corrected_by, "score": round(self.score, 6), "rank": self.rank,
             "text": self.text,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Evidence:
+        """The inverse of :meth:`to_dict` (the ``--json`` / service form); unknown keys are ignored.
+
+        Raises:
+            ValueError: a timestamp is not ISO-8601 or an interval is empty/inverted.
+            KeyError: a required key (``chunk_id``, ``doc_id``, ``text``, …) is missing.
+        """
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name == "intervals":
+                value = tuple(Interval.from_dict(i) for i in value)
+            elif "datetime" in str(f.type) and isinstance(value, str):
+                value = parse_instant(value)
+            values[f.name] = value
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +107,14 @@ class SearchTrace:
                 "rejected_examples": list(self.rejected_examples),
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchTrace:
+        """The inverse of :meth:`to_dict`; keys added in later 1.x versions are ignored."""
+        return cls(filter=dict(data.get("filter") or {}), candidates_after_filter=int(data["candidates_after_filter"]),
+                   anchors=int(data.get("anchors", 0)), anchor_granularity=data.get("anchor_granularity"),
+                   rejected_examples=tuple(data.get("rejected_examples") or ()),
+                   seconds={k: float(v) for k, v in (data.get("seconds") or {}).items()})
+
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
@@ -101,6 +133,25 @@ class SearchResult:
                 "evidence": [e.to_dict() for e in self.evidence], "trace": self.trace.to_dict(),
                 "signals": [s.to_dict() for s in self.signals]}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        """A typed result from its JSON form (``--json``, ``diachron serve``'s ``/search``).
+
+        Accepts any ``schema_version`` 1.x (fields added later are ignored); signals come back typed
+        (:class:`~diachron.schemas.lineage.ConflictSignal`, ``GapSignal``, ``Clarification``).
+
+        Raises:
+            ValueError: another major ``schema_version``, or a malformed timestamp/interval.
+            KeyError: a required key is missing.
+        """
+        version = str(data.get("schema_version", ""))
+        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(f"unsupported schema_version {version!r} (this client reads {SCHEMA_VERSION.split('.')[0]}.x)")
+        return cls(intent=intent_from_dict(data["intent"]),
+                   evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
+                   trace=SearchTrace.from_dict(data["trace"]),
+                   signals=tuple(signal_from_dict(s) for s in data.get("signals") or ()))
+
     def to_arrow(self) -> Any:
         """Evidence as a ``pyarrow.Table`` (one row per item; intervals as a list of structs)."""
         import pyarrow as pa
@@ -111,3 +162,45 @@ class SearchResult:
     def to_pandas(self) -> Any:
         """Evidence as a ``pandas.DataFrame``."""
         return self.to_arrow().to_pandas()
+
+
+def _instant(value: str | None) -> datetime | None:
+    return parse_instant(value) if value else None
+
+
+def intent_from_dict(data: dict[str, Any]) -> TemporalIntent:
+    """A :class:`~diachron.schemas.intent.TemporalIntent` from its ``to_dict`` form (ISO-8601 UTC strings)."""
+    granularity = data.get("granularity")
+    return TemporalIntent(core_query=data["core_query"], relation=Relation(data["relation"]),
+                          intervals=tuple(Interval.from_dict(i) for i in data.get("intervals") or ()),
+                          reference_time=parse_instant(data["reference_time"]),
+                          granularity=Granularity(granularity) if granularity else None,
+                          confidence=float(data.get("confidence", 1.0)),
+                          needs_clarification=bool(data.get("needs_clarification", False)),
+                          assumptions=tuple(data.get("assumptions") or ()))
+
+
+def signal_from_dict(data: dict[str, Any]) -> Signal:
+    """A typed signal from its ``to_dict`` form, chosen by ``type`` (``conflict`` | ``gap`` | ``clarification``).
+
+    A clarification's candidates carry no ``recorded_at`` on the wire: it comes back as ``None``.
+
+    Raises:
+        ValueError: an unknown ``type``.
+    """
+    kind = data.get("type")
+    if kind == "gap":
+        return GapSignal(Interval.from_dict(data["interval"]))
+    if kind == "conflict":
+        interval = data.get("interval")
+        return ConflictSignal(kind=ConflictKind(data["kind"]), series_id=data["series_id"],
+                              doc_ids=tuple(data.get("doc_ids") or ()),
+                              interval=Interval.from_dict(interval) if interval else None)
+    if kind == "clarification":
+        candidates = tuple(
+            VersionSpan(doc_id=c["doc_id"], series_id=data["series_id"], version=c.get("version"),
+                        valid=Interval.from_dict(c["interval"]) if c.get("interval") else None,
+                        recorded_at=_instant(c.get("recorded_at")))  # type: ignore[arg-type]
+            for c in data.get("candidates") or ())
+        return Clarification(reason=data["reason"], series_id=data["series_id"], candidates=candidates)
+    raise ValueError(f"unknown signal type {kind!r}")

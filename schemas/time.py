@@ -61,7 +61,7 @@ def parse_instant(text: str, *, tz: tzinfo | str | None = None) -> datetime:
     """Parse an ISO-8601 date or datetime (``Z`` or offset allowed) to aware UTC.
 
     Raises:
-        ValueError: when ``text`` is not ISO-8601.
+        ValueError: when ``text`` is not ISO-8601, or lies outside the years 1–9999 once in UTC.
     """
     raw = text.strip()
     if raw.endswith(("Z", "z")):
@@ -70,7 +70,10 @@ def parse_instant(text: str, *, tz: tzinfo | str | None = None) -> datetime:
         parsed = datetime.fromisoformat(raw)
     except ValueError as exc:
         raise ValueError(f"not an ISO-8601 instant: {text!r}") from exc
-    return to_utc(parsed, tz=tz)
+    try:
+        return to_utc(parsed, tz=tz)
+    except OverflowError as exc:  # e.g. 9999-12-31T23:00:00-05:00 is past datetime.max in UTC
+        raise ValueError(f"instant out of range (years 0001–9999 in UTC): {text!r}") from exc
 
 
 def format_instant(value: datetime | None) -> str | None:
@@ -78,7 +81,7 @@ def format_instant(value: datetime | None) -> str | None:
     if value is None:
         return None
     value = to_utc(value)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{value.year:04d}-{value:%m-%dT%H:%M:%S}"  # strftime's %Y drops the zero padding of year 1
     if value.microsecond:
         text += f".{value.microsecond:06d}"
     return text + "Z"

@@ -1,0 +1,328 @@
+// diachron's page: ask, show how the question's time was read, and show the time of every piece of evidence.
+// No build step. Dates are shown the way people write them ("Feb 2011", "6 Dec 1921"); the API speaks ISO-8601
+// UTC with half-open [start, end) intervals, and diachron/display.py has the same rules for the CLI.
+"use strict";
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTHS_BACK = { month: 1, quarter: 3, year: 12, decade: 120 };
+const $ = (id) => document.getElementById(id);
+let last = null;        // the last request body, re-used by "edit" and the clarification buttons
+
+function parseIso(s) { return s ? new Date(s) : null; }
+
+function addMonthsUTC(d, n) {
+  const total = d.getUTCFullYear() * 12 + d.getUTCMonth() + n;
+  const y = Math.floor(total / 12), m = total % 12;
+  const days = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
+  const out = new Date(d.getTime());
+  out.setUTCFullYear(y, m, Math.min(d.getUTCDate(), days));
+  return out;
+}
+
+function humanInstant(d, g = "day") {
+  if (!d) return "—";
+  const y = d.getUTCFullYear();
+  if (g === "decade") return `${y - (y % 10)}s`;
+  if (g === "year") return `${y}`;
+  if (g === "quarter") return `Q${Math.floor(d.getUTCMonth() / 3) + 1} ${y}`;
+  if (g === "month") return `${MONTHS[d.getUTCMonth()]} ${y}`;
+  const day = `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${y}`;
+  const hh = String(d.getUTCHours()).padStart(2, "0"), mm = String(d.getUTCMinutes()).padStart(2, "0");
+  if (g === "day" && hh === "00" && mm === "00") return day;
+  return `${day} ${hh}:${mm} UTC`;
+}
+
+function lastPeriod(end, g) {
+  if (MONTHS_BACK[g]) return addMonthsUTC(end, -MONTHS_BACK[g]);
+  if (g === "day") return new Date(end.getTime() - 86400000);
+  if (g === "hour") return new Date(end.getTime() - 3600000);
+  return end;
+}
+
+// A half-open interval {start, end, granularity} as people write it: "Sep 2010 – Aug 2012", "before 1920".
+function humanInterval(iv, g) {
+  g = g || iv.granularity || "day";
+  const s = parseIso(iv.start), e = parseIso(iv.end);
+  if (!s && !e) return "any time";
+  if (!s) return `before ${humanInstant(e, g)}`;
+  if (!e) return `since ${humanInstant(s, g)}`;
+  if (g === "instant" || e - s <= 1000) return humanInstant(s, s.getUTCHours() || s.getUTCMinutes() ? "instant" : "day");
+  const lp = lastPeriod(e, g);
+  if (lp < s) return `${humanInstant(s, "instant")} – ${humanInstant(e, "instant")}`;
+  const a = humanInstant(s, g), b = humanInstant(lp, g);
+  return a === b ? a : `${a} – ${b}`;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) node.append(c);
+  return node;
+}
+
+function isoDay(d) { return d.toISOString().slice(0, 10); }
+
+function isInferred(iv) {
+  return Boolean(iv.inferred || (iv.provenance && String(iv.provenance).startsWith("inferred"))
+    || (iv.bound_source && iv.bound_source !== "text"));
+}
+
+function timeUnknown(e) {
+  return e.time_status === "unknown" || e.time_source === "unknown" || e.tier === "unknown";
+}
+
+async function run(body) {
+  last = body;
+  $("status").textContent = "Searching…";
+  $("go").disabled = true;
+  try {
+    const response = await fetch("/search", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const payload = await response.json();
+    if (!response.ok) {
+      $("status").textContent = `Cannot answer: ${payload.detail}`;
+      $("status").className = "error";
+      return;
+    }
+    $("status").className = "";
+    render(payload);
+  } catch (err) {
+    $("status").textContent = `The service did not answer: ${err}`;
+    $("status").className = "error";
+  } finally {
+    $("go").disabled = false;
+  }
+}
+
+function render(r) {
+  const t = r.trace, intent = r.intent;
+  const n = r.evidence.length;
+  $("status").textContent = n ? `${n} pieces of evidence from ${t.candidates_after_filter} candidates in the window ` +
+    `(${Math.round((t.seconds.total || 0) * 1000)} ms).` : "";
+  renderReading(intent);
+  renderSignals(r.signals, intent, n);
+  renderTimeline(r);
+  renderThenNow(r.evidence);
+  renderCards(r.evidence, intent);
+  renderTrace(t);
+}
+
+function renderReading(intent) {
+  $("reading").hidden = false;
+  const windows = intent.intervals || [];
+  $("window-chip").textContent = windows.length ? windows.map((w) => humanInterval(w, "day")).join(" and ")
+    : (intent.relation === "current" ? "now" : "no time in the question");
+  $("relation").textContent = `(${intent.relation})`;
+  const first = windows[0];
+  if (first && first.start) $("w-start").value = isoDay(parseIso(first.start)); else $("w-start").value = "";
+  if (first && first.end) $("w-end").value = isoDay(new Date(parseIso(first.end).getTime() - 86400000));
+  else $("w-end").value = "";
+  $("w-relation").value = intent.relation;
+  const list = $("assumptions");
+  list.replaceChildren(...(intent.assumptions || []).map((a) => el("li", { text: `Assumed: ${a}` })));
+}
+
+function renderSignals(signals, intent, count) {
+  const box = $("signals");
+  box.replaceChildren();
+  for (const s of signals) {
+    if (s.type === "gap") {
+      box.append(el("div", { class: "signal gap" }, `Gap: no evidence for ${humanInterval(s.interval)}.`));
+    } else if (s.type === "conflict") {
+      const when = s.interval ? ` during ${humanInterval(s.interval)}` : "";
+      box.append(el("div", { class: "signal conflict" },
+        `Conflict (${s.kind}) in ${s.series_id}: ${s.doc_ids.join(" vs ")}${when} — read them apart, not blended.`));
+    } else if (s.type === "clarification") {
+      const div = el("div", { class: "signal clarification" }, `Which one do you mean? ${s.reason}: `);
+      for (const c of s.candidates) {
+        const label = `${c.version || c.doc_id} (${c.interval ? humanInterval(c.interval, "day") : "replaced"})`;
+        const button = el("button", { type: "button", class: "choice", text: label });
+        button.addEventListener("click", () => chooseVersion(c));
+        div.append(button);
+      }
+      box.append(div);
+    }
+  }
+  if (!count) {
+    const windows = (intent.intervals || []).map((w) => humanInterval(w, "day")).join(" and ");
+    box.append(el("div", { class: "signal empty" },
+      `No evidence ${windows ? `in ${windows}` : "for this question"}. Try a wider window (edit above), ` +
+      "another wording, or drop as of."));
+  }
+  box.hidden = !box.childElementCount;
+}
+
+function chooseVersion(candidate) {
+  const iv = candidate.interval || {};
+  const startIso = iv.start || iv.end;
+  if (!startIso) return;
+  const start = parseIso(iv.start) || new Date(parseIso(iv.end).getTime() - 86400000);
+  const end = new Date(start.getTime() + 86400000);
+  run({ ...last, window: { start: start.toISOString(), end: end.toISOString(), relation: "at", granularity: "day" } });
+}
+
+// ---- timeline ---------------------------------------------------------------------------------------------
+function renderTimeline(r) {
+  const svg = $("timeline"), box = $("timeline-box");
+  svg.replaceChildren();
+  const windows = (r.intent.intervals || []).filter((w) => w.start && w.end);
+  const spans = [];
+  r.evidence.forEach((e, i) => (e.intervals || []).forEach((iv) => spans.push({ i, iv, e })));
+  const bounded = spans.filter((s) => s.iv.start && s.iv.end);
+  if (!windows.length && !bounded.length) { box.hidden = true; return; }
+  box.hidden = false;
+  const times = [...windows, ...bounded.map((s) => s.iv)].flatMap((w) => [parseIso(w.start), parseIso(w.end)]);
+  let lo = Math.min(...times), hi = Math.max(...times);
+  if (windows.length) {  // keep the window in view, and no more than a window's width of context either side
+    const ws = Math.min(...windows.map((w) => parseIso(w.start))), we = Math.max(...windows.map((w) => parseIso(w.end)));
+    lo = Math.max(lo, ws - (we - ws)); hi = Math.min(hi, we + (we - ws)); lo = Math.min(lo, ws); hi = Math.max(hi, we);
+  }
+  const W = 900, left = 40, right = 10, row = 14, top = 24, rows = r.evidence.length;
+  const H = top + rows * row + 30;
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  const x = (t) => left + ((t - lo) / (hi - lo || 1)) * (W - left - right);
+  const NS = "http://www.w3.org/2000/svg";
+  const add = (tag, attrs, text) => {
+    const n = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (text) n.textContent = text;
+    svg.append(n);
+    return n;
+  };
+  for (const w of windows) {
+    add("rect", { class: "window", x: x(parseIso(w.start)), y: top - 6, height: rows * row + 10,
+      width: Math.max(2, x(parseIso(w.end)) - x(parseIso(w.start))) });
+  }
+  for (const s of r.signals.filter((s) => s.type === "gap")) {
+    const a = Math.max(lo, parseIso(s.interval.start)), b = Math.min(hi, parseIso(s.interval.end));
+    if (b > a) {
+      add("rect", { class: "gap", x: x(a), y: top - 6, height: rows * row + 10, width: Math.max(2, x(b) - x(a)) })
+        .append(Object.assign(document.createElementNS(NS, "title"), { textContent: `gap: ${humanInterval(s.interval)}` }));
+    }
+  }
+  const conflicted = new Set(r.signals.filter((s) => s.type === "conflict").flatMap((s) => s.doc_ids));
+  for (const s of bounded) {
+    const a = Math.max(lo, parseIso(s.iv.start)), b = Math.min(hi, parseIso(s.iv.end));
+    if (b <= a) continue;
+    const cls = ["bar", conflicted.has(s.e.doc_id) ? "conflict" : "", s.e.superseded_by ? "superseded" : "",
+      isInferred(s.iv) ? "inferred" : ""].join(" ").trim();
+    add("rect", { class: cls, x: x(a), y: top + s.i * row, height: row - 4, width: Math.max(2, x(b) - x(a)) })
+      .append(Object.assign(document.createElementNS(NS, "title"),
+        { textContent: `[${s.i + 1}] ${s.e.title || s.e.doc_id}: ${humanInterval(s.iv)}` }));
+  }
+  r.evidence.forEach((e, i) => {
+    add("text", { class: "row-label", x: 4, y: top + i * row + row - 5 }, `[${i + 1}]`);
+    if (conflicted.has(e.doc_id)) add("text", { class: "conflict-mark", x: W - right - 6, y: top + i * row + row - 5 }, "!");
+  });
+  const ticks = 6;
+  for (let j = 0; j <= ticks; j++) {
+    const t = new Date(lo + ((hi - lo) * j) / ticks);
+    const g = hi - lo > 3 * 365 * 86400000 ? "year" : hi - lo > 62 * 86400000 ? "month" : "day";
+    add("text", { class: "tick", x: x(t), y: H - 6, "text-anchor": "middle" }, humanInstant(t, g));
+  }
+}
+
+// ---- then / now ---------------------------------------------------------------------------------------------
+function renderThenNow(evidence) {
+  const bySeries = new Map();
+  for (const e of evidence) {
+    const versioned = e.valid_from || e.valid_until || e.superseded_by;
+    if (!versioned) continue;
+    if (!bySeries.has(e.series_id)) bySeries.set(e.series_id, []);
+    bySeries.get(e.series_id).push(e);
+  }
+  const pairs = $("thennow-pairs");
+  pairs.replaceChildren();
+  for (const [series, cards] of bySeries) {
+    const docs = [...new Map(cards.map((c) => [c.doc_id, c])).values()];
+    if (docs.length < 2) continue;
+    docs.sort((a, b) => (a.valid_from || "").localeCompare(b.valid_from || ""));
+    const then = docs[0], now = docs[docs.length - 1];
+    const side = (label, c) => el("div", { class: "side" }, el("h3", { text: `${label}: ${c.title || c.doc_id}` }),
+      el("p", { class: "meta", text: `valid ${validText(c)}` }), el("p", { text: snippet(c.text, 300) }));
+    pairs.append(el("div", { class: "pair", "data-series": series }, side("Then", then), side("Now", now)));
+  }
+  $("thennow").hidden = !pairs.childElementCount;
+}
+
+// ---- cards --------------------------------------------------------------------------------------------------
+function validText(e) {
+  if (!e.valid_from && !e.valid_until) return "not versioned";
+  return humanInterval({ start: e.valid_from, end: e.valid_until, granularity: "day" }, "day");
+}
+
+function snippet(text, n) { return text.length > n ? `${text.slice(0, n)}…` : text; }
+
+function renderCards(evidence, intent) {
+  const box = $("cards");
+  box.replaceChildren();
+  evidence.forEach((e, i) => {
+    const unknown = timeUnknown(e);
+    const answerFor = unknown ? el("span", { class: "unknown", text: "time unknown" })
+      : el("span", {}, ...(e.intervals || []).slice(0, 4).flatMap((iv, j) => [
+        j ? ", " : "", el("span", { class: isInferred(iv) ? "inferred" : "", title: isInferred(iv)
+          ? "an inferred bound: an assumption, not written in the text" : "" },
+        humanInterval(iv) + (isInferred(iv) ? " (inferred)" : ""))]),
+      (e.intervals || []).length > 4 ? " …" : "");
+    let status = "current";
+    if (e.superseded_by) {
+      status = `superseded by ${e.superseded_by}` + (e.valid_until ? ` on ${humanInstant(parseIso(e.valid_until))}` : "");
+    }
+    if (e.corrected_by) status += ` · corrected by ${e.corrected_by}`;
+    const source = e.time_source === "published" ? "publication day (no date in the text)"
+      : String(e.time_source).startsWith("inherited") ? `${e.time_source.replace(":", " from the ")} (assumed)`
+        : e.time_source;
+    const row = (k, v) => el("div", { class: "row" }, el("dt", { text: k }), el("dd", {}, v));
+    box.append(el("article", { class: `card${e.superseded_by ? " superseded" : ""}${unknown ? " time-unknown" : ""}`,
+      "data-doc": e.doc_id },
+      el("header", {}, el("span", { class: "num", text: `[${i + 1}]` }),
+        el("strong", { text: e.title || e.doc_id }),
+        el("span", { class: "published", text: `published ${humanInstant(parseIso(e.published_at))}` })),
+      el("dl", {},
+        row("Answer for", answerFor),
+        row("Evidence", el("span", { class: "text", text: snippet(e.text, 500) })),
+        row("Valid", validText(e)),
+        row("Recorded", humanInstant(parseIso(e.recorded_at), "instant")),
+        row("Status", el("span", { class: `status${e.superseded_by ? " old" : ""}`, text: status })),
+        row("Time source", source),
+        row("Score", `${e.score.toFixed(3)} (rank ${e.rank})`))));
+  });
+  $("cards-box").hidden = !evidence.length;
+}
+
+function renderTrace(t) {
+  $("trace-box").hidden = false;
+  const seconds = Object.entries(t.seconds || {}).map(([k, v]) => `${k} ${Math.round(v * 1000)} ms`).join(" · ");
+  const rejected = (t.rejected_examples || []).map((r) => el("li", { text: `${r.chunk_id || ""} — ${r.why || r.reason || JSON.stringify(r)}` }));
+  $("trace").replaceChildren(
+    el("p", { text: `candidates after the time filter: ${t.candidates_after_filter} · anchors: ${t.anchors}` +
+      (t.anchor_granularity ? ` (${t.anchor_granularity})` : "") }),
+    el("p", { text: `timings: ${seconds}` }),
+    el("p", { text: "similar but outside the time filter:" }), el("ul", {}, ...rejected));
+}
+
+// ---- wiring -------------------------------------------------------------------------------------------------
+function body() {
+  const b = { question: $("question").value, k: Number($("k").value) || 10 };
+  if ($("now").value.trim()) b.now = $("now").value.trim();
+  if ($("as_of").value.trim()) b.as_of = $("as_of").value.trim();
+  return b;
+}
+
+$("ask").addEventListener("submit", (ev) => { ev.preventDefault(); run(body()); });
+$("edit-window").addEventListener("click", (ev) => { ev.preventDefault(); $("window-edit").hidden = !$("window-edit").hidden; });
+$("window-edit").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const s = $("w-start").value, e = $("w-end").value;
+  const end = e ? new Date(Date.parse(`${e}T00:00:00Z`) + 86400000).toISOString() : null;
+  run({ ...(last || body()), window: { start: s ? `${s}T00:00:00Z` : null, end, relation: $("w-relation").value,
+    granularity: "day" } });
+});
+const params = new URLSearchParams(window.location.search);
+if (params.get("q")) {
+  $("question").value = params.get("q");
+  if (params.get("now")) $("now").value = params.get("now");
+  run(body());
+}
