@@ -149,3 +149,43 @@ def test_retrieval_case(case, embedder, tmp_path) -> None:
         pytest.fail("temporal cases file not found (set DIACHRON_SHARED to the shared folder)")
     passed, observed = run_retrieval_case(case, embedder, tmp_path)
     assert passed, observed
+
+
+def test_timeqa_pages_map_chunks_back_to_passages(tmp_path) -> None:
+    """A page document keeps each passage's offsets; chunks map back to the passages they overlap."""
+    import json
+
+    from bench.eval.timeqa import build_pages, chunk_passage_map, passage_ranking
+
+    passages = [{"doc_id": "p#0", "page": "P", "section": "P", "passage_index": 0, "title": "P", "text": "A one."},
+                {"doc_id": "p#1", "page": "P", "section": "Career", "passage_index": 1, "title": "P — Career",
+                 "text": "B two. B three."},
+                {"doc_id": "p#2", "page": "P", "section": "Career", "passage_index": 2, "title": "P — Career",
+                 "text": "C four."}]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(p) + "\n" for p in reversed(passages)), encoding="utf-8")
+    index = build_pages(corpus, tmp_path / "pages.jsonl")
+    # headings open sections; passages in passage order, separated by blank lines
+    assert index.texts["timeqa:P"] == "## P\n\nA one.\n\n## Career\n\nB two. B three.\n\nC four.\n\n"
+    chunks = [{"chunk_id": "c0", "doc_id": "timeqa:P", "seq": 0, "text": "## P\n\nA one.\n\n## Career\n\nB two."},
+              {"chunk_id": "c1", "doc_id": "timeqa:P", "seq": 1, "text": "B three.\n\nC four."}]
+    mapping = chunk_passage_map(index, chunks)
+    assert mapping == {"c0": ["p#0", "p#1"], "c1": ["p#1", "p#2"]}
+    # chunk ranking c1, c0 -> passages p#1, p#2, then p#0 (p#1 counted once)
+    assert passage_ranking(["c1", "c0"], mapping.__getitem__, 3) == ["p#1", "p#2", "p#0"]
+    assert passage_ranking(["c1", "c0"], mapping.__getitem__, 1) == ["p#1"]
+    assert json.loads((tmp_path / "pages.jsonl").read_text().splitlines()[0])["published_at"] is None
+
+
+def test_timeqa_gold_removed_only_when_known_and_outside(tmp_path) -> None:
+    from bench.eval.timeqa import TimeQAQuestion, removed_by_filter
+
+    window = Interval(_m(2005, 11), _m(2005, 12))
+    q = TimeQAQuestion("q", "…in Nov 2005?", window, "in-month", frozenset({"g"}), "P", _m(2021, 9))
+    inside = intervals_to_arrow([Interval(_m(2002, 1), _m(2008, 1))])
+    outside = intervals_to_arrow([Interval(_m(2002, 1), _m(2004, 1))])
+    rows = {"a": {"time_status": "known", "intervals": outside}, "b": {"time_status": "known", "intervals": inside},
+            "u": {"time_status": "unknown", "intervals": []}}
+    assert removed_by_filter(q, rows, {"g": ["a"]})
+    assert not removed_by_filter(q, rows, {"g": ["a", "b"]})  # one chunk of the gold passage overlaps
+    assert not removed_by_filter(q, rows, {"g": ["u"]})  # unknown time: a lower tier, not removed

@@ -55,6 +55,24 @@ def _answers(methods: object, questions: list, config: object) -> object:
         columns={"mean": "accuracy", "size": "n"})
 
 
+def _timeqa(shared: Path, cache: Path, embedder: object, limit: int | None) -> list[str]:
+    """The TimeQA development benchmark: ingest (cached, idempotent), retrieve, score; report lines."""
+    from bench.eval.timeqa import ingest_timeqa, load_questions, render_timeqa, run_timeqa, score_timeqa
+
+    t0 = time.perf_counter()
+    db, index, note = ingest_timeqa(shared, cache)
+    log.info("timeqa ingest: %s", note)
+    questions = load_questions(shared / "data" / "timeqa_dev" / "questions.jsonl")[:limit]
+    t1 = time.perf_counter()
+    run = run_timeqa(db, index, questions, embedder=embedder,
+                     progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None)
+    frame, (misses, removed) = score_timeqa(run, questions)
+    meta = {"index": db, "ingest": note, "chunks in the index": len(run["chunks"]),
+            "questions": len(questions), "retrieval wall time": f"{time.perf_counter() - t1:.0f} s",
+            "total wall time": f"{time.perf_counter() - t0:.0f} s"}
+    return render_timeqa(frame, misses, removed, meta)
+
+
 @app.command()
 def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation index.")] = "results/eval/db",
          out: Annotated[Path, typer.Option(help="Results folder (report.md, plots, CSVs).")] = Path("results/eval"),
@@ -66,7 +84,10 @@ def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation ind
          llm_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (…/v1) for the answer stage.")]
          = None,
          llm_model: Annotated[str, typer.Option(help="Model name at --llm-url.")] = "default",
-         limit: Annotated[int | None, typer.Option(help="Only the first N questions (smoke runs).")] = None) -> None:
+         limit: Annotated[int | None, typer.Option(help="Only the first N questions (smoke runs).")] = None,
+         timeqa: Annotated[bool, typer.Option(help="Also run the TimeQA development benchmark (issue 11).")] = True,
+         timeqa_cache: Annotated[Path, typer.Option(help="Cache of the ingested TimeQA index.")]
+         = _REPO / "bench" / ".cache" / "timeqa") -> None:
     """Evaluate temporal retrieval (TA-RAG, ablations, baselines) on the stock questions; write a report."""
     from bench.eval.answer import AnswerConfig
     from bench.eval.cases import run_cases
@@ -106,9 +127,10 @@ def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation ind
             "retrieval wall time": f"{seconds:.0f} s for {len(METHODS)} methods (identical texts embedded once)",
             "timeline question": f"{example.qid} (top-20 per method)", "total wall time": "{total}"}
     cases = run_cases(shared / "cases" / "temporal_cases.jsonl", embedder=methods.embedder, workdir=out / "cases_db")
+    extra = _timeqa(shared, timeqa_cache, methods.embedder, limit) if timeqa else []
     meta["total wall time"] = f"{time.perf_counter() - t0:.0f} s"
-    (out / "report.md").write_text(render(meta=meta, summary=table, by_type=by_type, cases=cases, answers=answers,
-                                          plots=plots), encoding="utf-8")
+    report = render(meta=meta, summary=table, by_type=by_type, cases=cases, answers=answers, plots=plots)
+    (out / "report.md").write_text(report + "\n".join(extra), encoding="utf-8")
     typer.echo(f"report: {out / 'report.md'}")
 
 

@@ -47,6 +47,7 @@ class TimeQAQuestion:
     window_kind: str
     gold: frozenset[str]
     page: str
+    now: datetime
 
 
 def load_questions(path: Path) -> list[TimeQAQuestion]:
@@ -59,7 +60,7 @@ def load_questions(path: Path) -> list[TimeQAQuestion]:
         w = r.get("window")
         window = Interval(_instant(w.get("start")), _instant(w.get("end"))) if w else None
         out.append(TimeQAQuestion(r["qid"], r["question"], window, r.get("window_kind") or "none",
-                                  frozenset(r["gold_doc_ids"]), r["page"]))
+                                  frozenset(r["gold_doc_ids"]), r["page"], parse_instant(r["now"])))
     return out
 
 
@@ -134,3 +135,189 @@ def passage_ranking(chunk_ids: Sequence[str], passages_of: Callable[[str], list[
         if len(out) >= k:
             break
     return out[:k]
+
+
+# --- the benchmark run -------------------------------------------------------------------------------
+
+KS = (5, 10, 20)
+#: name -> what it is, in report order.
+TIMEQA_METHODS: dict[str, str] = {
+    "diachron": "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit",
+    "diachron-strict": "the same with strict=True (known, overlapping time only)",
+    "paper": "TA-RAG's ranking: strict time filter + e_hypo, similarity only (temporal_weight=0)",
+    "naive": "plain vector search of the raw question (no time filter, no e_hypo)",
+    "bm25": "BM25 (bm25s) of the raw question",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """One method's answer to one question: passages best first, each with its chunk's intervals."""
+
+    passages: list[str]
+    intervals: list[tuple[Interval, ...]]
+    intent_intervals: tuple[Interval, ...] | None = None
+
+
+def _from_chunks(ranked: list[tuple[str, tuple[Interval, ...]]], passages_of: dict[str, list[str]], k: int
+                 ) -> tuple[list[str], list[tuple[Interval, ...]]]:
+    out, times = [], []
+    for cid, ivs in ranked:
+        for pid in passages_of.get(cid, []):
+            if pid not in out:
+                out.append(pid)
+                times.append(ivs)
+        if len(out) >= k:
+            break
+    return out[:k], times[:k]
+
+
+def ingest_timeqa(shared: Path, cache: Path) -> tuple[str, PageIndex, str]:
+    """Build the page documents and ingest them into ``cache/db`` (idempotent): ``(db uri, index, note)``."""
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
+
+    index = build_pages(shared / "data" / "timeqa_dev" / "corpus.jsonl", cache / "pages.jsonl")
+    db = str(cache / "db")
+    s = run_ingest([str(cache / "pages.jsonl")], IngestConfig(db_uri=db, num_cpus=2))
+    return db, index, (f"{len(index.texts)} pages: {s.documents_written} written, {s.chunks_written} chunks "
+                       f"written, {s.seconds:.0f} s")
+
+
+def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *, embedder: Any,
+               temporal_weight: float = 0.1, methods: Sequence[str] = tuple(TIMEQA_METHODS), progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks", "passages_of"}``."""
+    from diachron.retrieval.baselines import BM25Searcher
+    from diachron.retrieval.client import Client
+    from diachron.schemas.records import intervals_from_arrow
+
+    client = Client(db, embedder=embedder, temporal_weight=temporal_weight)
+    paper = Client(db, embedder=embedder, temporal_weight=0.0)
+    chunks = client.chunks.to_lance().to_table(
+        columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"]).to_pylist()
+    passages_of = chunk_passage_map(index, chunks)
+    bm25 = BM25Searcher(client.chunks)
+    depth = 2 * max(KS)
+
+    def cards(result: Any) -> list[tuple[str, tuple[Interval, ...]]]:
+        return [(e.chunk_id, e.intervals) for e in sorted(result.evidence, key=lambda e: e.rank)]
+
+    out: dict[str, dict[str, Retrieved]] = {m: {} for m in methods}
+    for n, q in enumerate(questions):
+        for method in methods:
+            intent = None
+            if method == "bm25":
+                ranked = [(h.row["chunk_id"], tuple(intervals_from_arrow(h.row["intervals"])))
+                          for h in bm25.search(q.text, k=depth)]
+            elif method == "naive":
+                ranked = cards(client.naive_search(q.text, k=depth))
+            else:
+                c = paper if method == "paper" else client
+                result = c.search(q.text, k=depth, now=q.now, strict=method != "diachron")
+                ranked, intent = cards(result), tuple(result.intent.intervals)
+            passages, times = _from_chunks(ranked, passages_of, max(KS))
+            out[method][q.qid] = Retrieved(passages, times, intent)
+        if progress:
+            progress("timeqa", n + 1)
+    return {"retrieved": out, "chunks": chunks, "passages_of": passages_of}
+
+
+def _gold_chunks(passages_of: dict[str, list[str]]) -> dict[str, list[str]]:
+    by_passage: dict[str, list[str]] = {}
+    for cid, pids in passages_of.items():
+        for pid in pids:
+            by_passage.setdefault(pid, []).append(cid)
+    return by_passage
+
+
+def removed_by_filter(q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]
+                      ) -> bool:
+    """True when every chunk holding a gold passage has known time and none of its spans overlaps the window."""
+    from diachron.schemas.records import intervals_from_arrow
+
+    if q.window is None:
+        return False
+    for pid in q.gold:
+        for cid in chunks_of.get(pid, []):
+            row = chunk_rows[cid]
+            if row["time_status"] != "known" or any(i.overlaps(q.window) for i in intervals_from_arrow(row["intervals"])):
+                return False
+    return True
+
+
+def _unknown(q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]) -> bool:
+    return all(chunk_rows[c]["time_status"] != "known" for p in q.gold for c in chunks_of.get(p, []))
+
+
+def score_timeqa(run: dict[str, Any], questions: Sequence[TimeQAQuestion]) -> tuple[Any, Any]:
+    """``(per-question metrics frame, miss causes frame)``.
+
+    Metrics per ``(method, qid, k)``: ``recall`` (|gold ∩ top-k| / min(k, |gold|)), ``hit`` (any gold in
+    the top k), ``precision`` (share of the top-k passages whose chunk has a span overlapping the window;
+    NaN without a window). Miss causes (diachron, k = 10): ``filter`` (the gold's chunks are known and
+    outside the window), ``no time`` (the gold's chunks have unknown time), ``intent`` (the question's
+    parsed intervals do not overlap its window), else ``ranking``.
+    """
+    import pandas as pd
+
+    chunk_rows = {c["chunk_id"]: c for c in run["chunks"]}
+    chunks_of = _gold_chunks(run["passages_of"])
+    rows, misses = [], []
+    for method, per_q in run["retrieved"].items():
+        for q in questions:
+            r = per_q[q.qid]
+            for k in KS:
+                top, times = r.passages[:k], r.intervals[:k]
+                found = len(set(top) & q.gold)
+                precision = (sum(any(i.overlaps(q.window) for i in ivs) for ivs in times) / len(times)
+                             if q.window is not None and times else float("nan"))
+                rows.append({"method": method, "qid": q.qid, "kind": q.window_kind, "k": k,
+                             "recall": found / min(k, len(q.gold)), "hit": float(found > 0), "precision": precision})
+            if method == "diachron" and not set(r.passages[:10]) & q.gold:
+                misses.append({"qid": q.qid, "cause": _cause(q, r, chunk_rows, chunks_of)})
+    removed = [{"qid": q.qid, "kind": q.window_kind, "removed": removed_by_filter(q, chunk_rows, chunks_of)}
+               for q in questions]
+    return pd.DataFrame(rows), (pd.DataFrame(misses), pd.DataFrame(removed))
+
+
+def _cause(q: TimeQAQuestion, r: Retrieved, chunk_rows: dict[str, dict[str, Any]],
+           chunks_of: dict[str, list[str]]) -> str:
+    if removed_by_filter(q, chunk_rows, chunks_of):
+        return "filter"
+    if _unknown(q, chunk_rows, chunks_of):
+        return "no time"
+    if q.window is not None and not any(i.overlaps(q.window) for i in (r.intent_intervals or ())):
+        return "intent"
+    return "ranking"
+
+
+def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -> list[str]:
+    """The TimeQA section of the report (markdown lines)."""
+    def f(v: float) -> str:
+        return "–" if v != v else f"{v:.3f}"
+
+    means = frame.groupby(["method", "k"], sort=False)[["recall", "hit", "precision"]].mean()
+    out = ["## TimeQA development set (real Wikipedia pages, time-constrained questions)", ""]
+    out += [f"- {k}: {v}" for k, v in meta.items()]
+    out += ["", "Methods:", ""] + [f"- `{m}`: {d}" for m, d in TIMEQA_METHODS.items()]
+    out += ["", "| method | R@5 | R@10 | R@20 | hit@10 | in-window P@10 |", "|---|---|---|---|---|---|"]
+    for m in TIMEQA_METHODS:
+        out.append(f"| {m} | {f(means.loc[(m, 5), 'recall'])} | {f(means.loc[(m, 10), 'recall'])} | "
+                   f"{f(means.loc[(m, 20), 'recall'])} | {f(means.loc[(m, 10), 'hit'])} | "
+                   f"{f(means.loc[(m, 10), 'precision'])} |")
+    share = removed["removed"].mean()
+    out += ["", f"Gold removed by the time filter (every chunk holding a gold passage has known time outside "
+                f"the window): {int(removed['removed'].sum())} of {len(removed)} questions ({share:.1%}).", ""]
+    causes = misses["cause"].value_counts() if len(misses) else {}
+    out += [f"diachron misses at k = 10: {len(misses)} questions — "
+            + ", ".join(f"{c} {int(n)}" for c, n in dict(causes).items()), ""]
+    by_kind = frame[frame["k"] == 10].groupby(["kind", "method"], sort=False)[["recall", "precision"]].mean()
+    counts = frame[(frame["k"] == 10) & (frame["method"] == "diachron")].groupby("kind").size()
+    rem = removed.groupby("kind")["removed"].mean()
+    out += ["By window kind (k = 10): recall (in-window precision)", "",
+            "| window kind | n | gold removed | " + " | ".join(TIMEQA_METHODS) + " |",
+            "|---|---|---|" + "---|" * len(TIMEQA_METHODS)]
+    for kind in counts.index:
+        cells = [f"{f(by_kind.loc[(kind, m), 'recall'])} ({f(by_kind.loc[(kind, m), 'precision'])})"
+                 for m in TIMEQA_METHODS]
+        out.append(f"| {kind} | {int(counts[kind])} | {rem[kind]:.1%} | " + " | ".join(cells) + " |")
+    return out + [""]
