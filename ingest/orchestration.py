@@ -36,6 +36,7 @@ import pyarrow as pa
 from diachron.ingest.errors import ConfigError, TransientIngestError
 from diachron.schemas.errors import TerminalError
 from diachron.ingest.sources import Rejected, SourceDocument, SourceError, load_source
+from diachron.ingest.versioning import LineageConfig, infer_series
 from diachron.schemas.ids import content_sha256, short_hash
 from diachron.schemas.time import Interval, format_instant, parse_instant
 
@@ -66,9 +67,12 @@ class Settings:
         valid_from, valid_until: optional valid-time window ``[valid_from, valid_until)`` (ISO-8601, UTC when
             no offset); only documents whose valid time overlaps it are ingested.
         reason: why the run was started (recorded in the ``runs`` row).
+        series_field, version_field: record fields that name a document's series and version (e.g.
+            ``package``), as :class:`~diachron.ingest.versioning.LineageConfig`; ``None`` = the standard
+            fields, series inferred from ``supersedes`` chains.
         fail_first_attempts: fault injection for tests and drills: every shard task raises
             :class:`InjectedShardFault` (transient) on attempts ``1..fail_first_attempts``, right after it has
-            committed its first batch of chunks — a crash in the middle of a shard's writes. 0 = off.
+            committed its chunks, before its quarantine and runs rows — a crash between two commits. 0 = off.
     """
 
     sources: list[str]
@@ -83,6 +87,13 @@ class Settings:
     valid_until: str | None = None
     reason: str = ""
     fail_first_attempts: int = 0
+    series_field: str | None = None
+    version_field: str | None = None
+
+    @property
+    def lineage(self) -> LineageConfig:
+        """The lineage field mapping of these settings."""
+        return LineageConfig(series_field=self.series_field, version_field=self.version_field)
 
     def window(self) -> Interval | None:
         """The valid-time window as a half-open UTC :class:`Interval`, or ``None`` when neither bound is set.
@@ -215,7 +226,8 @@ def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime 
     """
     from diachron.ingest.embedding import resolve_embedder
     from diachron.ingest.store import Store
-    from diachron.ingest.versioning import StoredVersion, plan_versions
+    from diachron.ingest.pipeline import stored_versions
+    from diachron.ingest.versioning import plan_versions
 
     window = settings.window()
     docs, rejected, outside = [], [], 0
@@ -228,11 +240,8 @@ def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime 
             else:
                 outside += 1
     store = Store(settings.db_uri, dim=resolve_embedder(settings.embedder).dim)
-    series = sorted({d.series_id or d.doc_id for d in docs})
-    stored = [StoredVersion(r["doc_id"], r["series_id"], r["content_sha256"], r["version"], r["recorded_at"].isoformat())
-              for r in store.existing("documents", "series_id", series,
-                                      ["doc_id", "series_id", "content_sha256", "version", "recorded_at"]).to_pylist()]
-    todo = {(p.series_id, p.content_sha256) for p in plan_versions(docs, stored).todo}
+    stored = stored_versions(store, docs, store.dead_runs(), settings.lineage)  # rows of killed runs are not stored
+    todo = {(p.source.doc_id, p.content_sha256) for p in plan_versions(docs, stored, settings.lineage).todo}
     staged = _staging(settings, run_key) / "discovered.jsonl"
     kept = _write_jsonl(staged, (d for d in docs if _take(todo, d)))
     _quarantine_rejected(store, rejected)
@@ -244,8 +253,8 @@ def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime 
 
 
 def _take(todo: set[tuple[str, str]], doc: SourceDocument) -> bool:
-    """True the first time a (series, content hash) pair planned for ingest is seen."""
-    key = (doc.series_id or doc.doc_id, content_sha256(doc.text))
+    """True the first time a (doc id, content hash) pair planned for ingest is seen."""
+    key = (doc.doc_id, content_sha256(doc.text))
     if key in todo:
         todo.discard(key)
         return True
@@ -301,12 +310,11 @@ def _write_jsonl(path: Path, docs: Iterator[SourceDocument] | list[SourceDocumen
 
 
 def _quarantine_rejected(store: Any, rejected: list[Rejected]) -> None:
-    from diachron.ingest.stages import quarantine_id
+    from diachron.ingest.stages import quarantine_row
     from diachron.schemas.records import QuarantineRecord, arrow_schema
 
-    rows = [{"quarantine_id": quarantine_id("discover", "source", r.record_id, r.reason), "run_id": "discover",
-             "stage": "source", "record_id": r.record_id, "reason": r.reason,
-             "payload_json": json.dumps(r.payload, default=str), "recorded_at": None} for r in rejected]
+    rows = list({q["quarantine_id"]: q for q in (quarantine_row("source", r.record_id, r.reason, r.payload, "discover",
+                                                                 None) for r in rejected)}.values())
     store.insert_new("quarantine", pa.Table.from_pylist(rows, schema=arrow_schema(QuarantineRecord)))
 
 
@@ -327,8 +335,8 @@ def plan_shards(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not docs:
         return []
     groups: dict[str, list[SourceDocument]] = {}
-    for doc in docs:
-        groups.setdefault(doc.series_id or doc.doc_id, []).append(doc)
+    for doc, series in zip(docs, infer_series(docs, config=settings.lineage), strict=True):
+        groups.setdefault(series, []).append(doc)
     n = max(1, min(settings.max_shards, -(-len(docs) // settings.shard_docs), len(groups)))
     shards: list[list[SourceDocument]] = [[] for _ in range(n)]
     for group in sorted(groups.values(), key=len, reverse=True):
@@ -366,14 +374,15 @@ def process_shard(shard: Mapping[str, Any], manifest: Mapping[str, Any], *, atte
 
     settings = Settings(**manifest["settings"])
     config = IngestConfig(db_uri=settings.db_uri, stages=StageConfig(embedder=settings.embedder), sotu_years=None,
-                          ray_address=settings.ray_address, num_cpus=settings.num_cpus, optimize=False)
+                          ray_address=settings.ray_address, num_cpus=settings.num_cpus, optimize=False,
+                          lineage=settings.lineage)
     inject = attempt <= settings.fail_first_attempts
 
     def progress(event: str, info: dict[str, Any]) -> None:
         log.info("shard %s %s %s", shard["index"], event, info)
-        if inject and event == "batch":
+        if inject and event == "committed" and info["table"] == "chunks":
             raise InjectedShardFault(f"injected fault in shard {shard['index']} on attempt {attempt} "
-                                     f"after {info['chunks_written']} chunks were committed")
+                                     f"after {info['inserted'] + info['replaced']} chunks were committed")
 
     summary = run_ingest([shard["path"]], config, progress=progress)
     if inject:  # nothing was new, so no batch ran: still fail as asked

@@ -1,9 +1,10 @@
-"""The ingest pipeline: sources -> versions -> Ray Data (annotate+chunk, embed, validate) -> LanceDB.
+"""The ingest pipeline: sources -> versions -> Ray Data (annotate+chunk, embed, validate, stage) -> LanceDB.
 
 One entry point, :func:`run_ingest`, shared by the CLI, the Airflow DAGs and the tests. The driver reads
-sources and plans versions; Ray runs the stages in parallel (a local Ray, or the cluster at
-``IngestConfig.ray_address``); the driver streams the results into LanceDB with insert-only upserts and
-writes one ``runs`` row per run.
+sources and plans versions (ids, lineage); Ray runs the stages in parallel actor pools sized from the
+cluster (a local Ray, or the cluster at ``IngestConfig.ray_address`` / ``RAY_ADDRESS``); workers write the
+rows as staged Lance fragments; the driver commits the run once (one transaction per table, rows in
+``event_start`` order) and writes its ``runs`` row.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,14 +21,18 @@ from typing import Any
 import pyarrow as pa
 
 from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
-from diachron.ingest.sources import SOTU_DEFAULT_YEARS, Rejected, SourceDocument, load_source
-from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, quarantine_id
+from diachron.ingest.embedding import resolve_embedder
+from diachron.ingest.preflight import check_database
+from diachron.ingest.sources import SOTU_DEFAULT_YEARS, Rejected, SourceDocument, SourceLimits, load_source
+from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, quarantine_row, stage_block
+from diachron.ingest.staging import Staging
 from diachron.ingest.store import Store
 from diachron.ingest.validation import ValidationConfig
-from diachron.ingest.versioning import PlannedDocument, StoredVersion, plan_versions
-from diachron.schemas.records import ChunkRecord, DocumentRecord, QuarantineRecord, RunRecord, arrow_schema
+from diachron.ingest.versioning import STORED_COLUMNS, LineageConfig, PlannedDocument, StoredVersion, plan_versions, \
+    select_stored
+from diachron.schemas.records import QuarantineRecord, RunRecord, arrow_schema
 
-__all__ = ["IngestConfig", "RunSummary", "run_ingest"]
+__all__ = ["Accounting", "IngestConfig", "RunSummary", "run_ingest", "stored_versions"]
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +44,21 @@ class IngestConfig:
     """Configuration of one ingest run (resolved once at the edge: CLI flags, DAG params, env).
 
     Attributes:
-        db_uri: LanceDB URI (local directory or object store).
+        db_uri: LanceDB URI (local directory or object store, e.g. ``s3://bucket/path``).
         stages: stage configuration (embedder, chunk size, annotator, time zone, fiscal calendar).
         validation: interval bounds for validation.
         sotu_years: inclusive year slice of the ``sotu`` source; ``None`` = the whole corpus.
-        ray_address: an existing Ray cluster (``None`` = start or reuse a local Ray).
+        ray_address: an existing Ray cluster (``None`` = ``RAY_ADDRESS``, else start or reuse a local Ray).
         num_cpus: CPUs for a local Ray (``None`` = all).
         batch_size: documents per Ray batch.
         optimize: compact tables and rebuild scalar indexes after writing.
+        storage_options: object-store options for ``db_uri`` (``endpoint``, ``allow_http``,
+            ``aws_access_key_id`` …), passed to LanceDB/Lance on the driver and the workers.
+        embed_actors: ``(min, max)`` embed actors; ``None`` = from the cluster (min: one per node with
+            CPUs or GPUs, max: all of its CPUs or GPUs).
+        limits: caps on source records (:class:`~diachron.ingest.sources.SourceLimits`).
+        lineage: which record fields carry series, version, supersedes
+            (:class:`~diachron.ingest.versioning.LineageConfig`).
     """
 
     db_uri: str
@@ -57,11 +69,36 @@ class IngestConfig:
     num_cpus: int | None = None
     batch_size: int = 16
     optimize: bool = True
+    storage_options: dict[str, str] | None = None
+    embed_actors: tuple[int, int] | None = None
+    limits: SourceLimits = field(default_factory=SourceLimits)
+    lineage: LineageConfig = field(default_factory=LineageConfig)
+
+
+@dataclass(slots=True)
+class Accounting:
+    """Outcomes of a run's records: for documents and for chunks, seen = written + quarantined + unchanged."""
+
+    documents_seen: int = 0
+    documents_written: int = 0
+    documents_quarantined: int = 0
+    documents_unchanged: int = 0
+    chunks_seen: int = 0
+    chunks_written: int = 0
+    chunks_quarantined: int = 0
+    chunks_unchanged: int = 0
 
 
 @dataclass(slots=True)
 class RunSummary:
-    """What a run did: counts, wall time (seconds) and the run id recorded in ``runs``."""
+    """What a run did: counts, wall time (seconds) and the run id recorded in ``runs``.
+
+    ``documents_seen`` counts every source record (rejected ones too): ``documents_seen ==
+    documents_written + documents_quarantined + documents_unchanged``, and likewise for chunks.
+    ``quarantined`` is the number of quarantine rows this run added (a bad record already quarantined
+    by an earlier run is counted in ``documents_quarantined`` but adds no row). ``replaced``: rows of
+    dead (killed) runs this run rewrote. ``embed_nodes``: Ray nodes the embed stage ran on.
+    """
 
     run_id: str
     documents_seen: int
@@ -71,6 +108,12 @@ class RunSummary:
     quarantined: int
     seconds: float
     status: str = "success"
+    documents_quarantined: int = 0
+    chunks_seen: int = 0
+    chunks_unchanged: int = 0
+    chunks_quarantined: int = 0
+    replaced: int = 0
+    embed_nodes: int = 0
 
     @property
     def chunks_per_second(self) -> float:
@@ -78,23 +121,34 @@ class RunSummary:
 
 
 def _ensure_ray(address: str | None, num_cpus: int | None) -> None:
+    import os
+
     import ray
 
     if ray.is_initialized():
         return
     kwargs: dict[str, Any] = {"include_dashboard": False, "ignore_reinit_error": True,
                               "logging_level": logging.WARNING, "log_to_driver": True}
+    address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
         ray.init(address=address, **kwargs)
     else:
         ray.init(num_cpus=num_cpus, **kwargs)
 
 
-def _stored_versions(store: Store, series: list[str]) -> list[StoredVersion]:
-    table = store.existing("documents", "series_id", series,
-                           ["doc_id", "series_id", "content_sha256", "version", "recorded_at"])
-    return [StoredVersion(r["doc_id"], r["series_id"], r["content_sha256"], r["version"], r["recorded_at"].isoformat())
-            for r in table.to_pylist()]
+def stored_versions(store: Store, docs: list[SourceDocument], dead: set[str],
+                    lineage: LineageConfig | None = None) -> list[StoredVersion]:
+    """The stored versions planning ``docs`` needs (:func:`~diachron.ingest.versioning.select_stored`: same
+    series, named ids, shared id prefixes); rows of dead (uncommitted) runs are not stored versions."""
+    table = store.table("documents")
+    if table.count_rows() == 0:
+        return []
+    import pyarrow.compute as pc
+
+    data = table.to_lance().to_table(columns=[*STORED_COLUMNS, "run_id"])
+    if dead:
+        data = data.filter(pc.invert(pc.is_in(data["run_id"], value_set=pa.array(sorted(dead), pa.string()))))
+    return select_stored(data, docs, lineage)
 
 
 def _check_embedder(store: Store, embedder_id: str) -> None:
@@ -108,76 +162,38 @@ def _check_embedder(store: Store, embedder_id: str) -> None:
                                     "use the same embedder or a new database")
 
 
-def _doc_input_rows(todo: list[PlannedDocument]) -> list[dict[str, Any]]:
-    return [{"doc_id": p.doc_id, "series_id": p.series_id, "title": p.source.title, "text": p.source.text,
-             "published_at": p.source.published_at, "valid_from": p.source.valid_from,
-             "valid_until": p.source.valid_until} for p in todo]
-
-
-def _document_row(p: PlannedDocument, stage1: dict[str, Any], annotator: str, run_id: str) -> dict[str, Any]:
-    src: SourceDocument = p.source
-    return {"doc_id": p.doc_id, "series_id": p.series_id, "title": src.title, "text": src.text,
-            "content_sha256": p.content_sha256, "published_at": stage1.get("published_at", src.published_at),
-            "published_at_source": stage1.get("published_at_source", "metadata" if src.published_at else "unknown"),
-            "source_timezone": src.source_timezone, "abstract": stage1.get("abstract", ""), "version": src.version,
-            "supersedes": p.supersedes, "relation": p.relation, "valid_from": src.valid_from,
-            "valid_until": src.valid_until, "source_uri": src.source_uri,
-            "metadata_json": json.dumps(src.metadata, default=str, sort_keys=True), "annotator": annotator,
-            "recorded_at": None, "run_id": run_id}
-
-
-class _Writer:
-    """Buffers stage output and writes it to the store in groups (chunks first, then their documents)."""
-
-    def __init__(self, store: Store, run_id: str, now: Callable[[], datetime], dim: int) -> None:
-        self.store, self.run_id, self.now, self.dim = store, run_id, now, dim
-        self.chunks_written = 0
-        self.quarantine: list[dict[str, Any]] = []
-        self.stage1: dict[str, dict[str, Any]] = {}
-        self.annotators: dict[str, str] = {}
-
-    def consume(self, batch: pa.Table, embedder_id: str) -> None:
-        keep = []
-        for row in batch.to_pylist():
-            doc_id = row["doc_id"]
-            if row["seq"] >= 0:
-                self.stage1.setdefault(doc_id, {k: row[k] for k in ("published_at", "published_at_source", "abstract")})
-                self.annotators.setdefault(doc_id, row["annotator"])
-            for entry in json.loads(row["_quarantine"]) if row["_quarantine"] else []:
-                self._quarantine(entry["stage"], row["chunk_id"] or doc_id, entry["reason"],
-                                 entry.get("payload") or {"chunk_id": row["chunk_id"], "doc_id": doc_id})
-            if row["_rejected"]:
-                if row["chunk_id"] is not None:
-                    self._quarantine("validate_chunk", row["chunk_id"], row["_rejected"],
-                                     {"chunk_id": row["chunk_id"], "doc_id": doc_id, "text": row["text"]})
-                continue
-            row.update(embedder=embedder_id, recorded_at=None, run_id=self.run_id)
-            keep.append({k: row[k] for k in ChunkRecord.__slots__})
-        table = pa.Table.from_pylist(keep, schema=arrow_schema(ChunkRecord, dim=self.dim))
-        self.chunks_written += self.store.insert_new("chunks", table, now=self.now())
-
-    def _quarantine(self, stage: str, record_id: str, reason: str, payload: dict[str, Any]) -> None:
-        self.quarantine.append({"quarantine_id": quarantine_id(self.run_id, stage, record_id, reason),
-                                "run_id": self.run_id, "stage": stage, "record_id": record_id, "reason": reason,
-                                "payload_json": json.dumps(payload, default=str), "recorded_at": None})
-
-    def reject_sources(self, rejected: Iterable[Rejected]) -> None:
-        for r in rejected:
-            self._quarantine("source", r.record_id, r.reason, r.payload)
-
-    def flush_quarantine(self) -> int:
-        table = pa.Table.from_pylist(self.quarantine, schema=arrow_schema(QuarantineRecord))
-        return self.store.insert_new("quarantine", table, now=self.now())
+def _doc_input_rows(todo: list[PlannedDocument]) -> Iterator[dict[str, Any]]:
+    """Annotate-stage input: every ``documents`` field the stages do not compute."""
+    for p in todo:
+        src: SourceDocument = p.source
+        yield {"doc_id": p.doc_id, "series_id": p.series_id, "title": src.title, "text": src.text,
+               "content_sha256": p.content_sha256, "published_at": src.published_at,
+               "source_timezone": src.source_timezone, "version": src.version, "supersedes": p.supersedes,
+               "relation": p.relation, "valid_from": src.valid_from, "valid_until": src.valid_until,
+               "source_uri": src.source_uri, "metadata_json": json.dumps(src.metadata, default=str, sort_keys=True)}
 
 
 def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress | None = None,
                clock: Callable[[], datetime] | None = None) -> RunSummary:
-    """Ingest ``sources`` into the store at ``config.db_uri``.
+    """Ingest ``sources`` into the store at ``config.db_uri``; the run's rows become visible together.
+
+    Ray workers annotate, embed and validate, and write their rows as staged Lance fragments
+    (:mod:`diachron.ingest.staging`); the driver holds plans and counts only. Then the driver commits the
+    run: the ``runs`` marker, ``documents``, ``chunks`` (in ``event_start`` order), ``quarantine``, the
+    final ``runs`` row — one transaction per table, every row stamped with the commit time (see
+    :mod:`diachron.ingest.store` for how a run killed between two commits is repaired by the next).
+
+    Accounting (in the summary and in the ``runs`` row's ``config_json["accounting"]``): for documents,
+    ``documents_seen`` (every source record) = ``documents_written`` + ``documents_quarantined`` +
+    ``documents_unchanged``; for chunks, ``chunks_seen`` = ``chunks_written`` + ``chunks_quarantined`` +
+    ``chunks_unchanged``. A document or chunk another (concurrent) run committed first counts as unchanged.
 
     Args:
         sources: source specs (see :func:`diachron.ingest.sources.load_source`).
         config: run configuration.
-        progress: optional callback ``(event, info)`` for phases (``loaded``, ``planned``, ``batch``, ``done``).
+        progress: optional callback ``(event, info)``: ``loaded``, ``planned``, ``batch``, ``committed``
+            (after each commit, ``info["table"]`` in ``runs:begin``, ``documents``, ``chunks``,
+            ``quarantine``, ``runs``), ``done``.
         clock: transaction-time clock (default: current UTC time); injectable for tests.
 
     Returns:
@@ -193,32 +209,115 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     emit = progress or (lambda event, info: None)
     t0, started, run_id = time.perf_counter(), now(), uuid.uuid4().hex[:16]
     _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
+    check_database(config.db_uri, dim=resolve_embedder(config.stages.embedder).dim,
+                   storage_options=config.storage_options)  # a file, read-only or foreign --db: refused now
     docs, rejected = _load(sources, config)
     emit("loaded", {"documents": len(docs), "rejected": len(rejected)})
 
-    from diachron.ingest.embedding import resolve_embedder
-
     spec = resolve_embedder(config.stages.embedder)
-    store = Store(config.db_uri, dim=spec.dim)
+    store = Store(config.db_uri, dim=spec.dim, storage_options=config.storage_options)
     _check_embedder(store, spec.id)
-    plan = plan_versions(docs, _stored_versions(store, sorted({d.series_id or d.doc_id for d in docs})))
-    emit("planned", {"todo": len(plan.todo), "unchanged": len(plan.unchanged)})
+    dead = store.dead_runs(now=now())
+    plan = plan_versions(docs, stored_versions(store, docs, dead, config.lineage), config.lineage)
+    todo, duplicates = _unique_ids(plan.todo)
+    emit("planned", {"todo": len(todo), "unchanged": len(plan.unchanged)})
 
-    writer = _Writer(store, run_id, now, spec.dim)
-    writer.reject_sources(rejected)
-    if plan.todo:
-        _run_stages(plan.todo, config, writer, spec.id, emit)
-    doc_rows = [_document_row(p, writer.stage1.get(p.doc_id, {}), writer.annotators.get(p.doc_id, "none"), run_id)
-                for p in plan.todo]
-    docs_written = store.insert_new("documents", pa.Table.from_pylist(doc_rows, schema=arrow_schema(DocumentRecord)),
-                                    now=now())
-    quarantined = writer.flush_quarantine()
-    if config.optimize and (docs_written or writer.chunks_written):
+    staging = Staging(config.db_uri, run_id, config.storage_options)
+    acc = Accounting(documents_seen=len(docs) + len(rejected), documents_unchanged=len(plan.unchanged))
+    quarantine = [quarantine_row("source", r.record_id, r.reason, r.payload, run_id, started) for r in rejected]
+    quarantine += [quarantine_row("plan", p.doc_id, "duplicate doc_id in the batch: an earlier record has this id "
+                                  "with other content", {"doc_id": p.doc_id, "text": p.source.text[:2000]}, run_id,
+                                  started) for p in duplicates]
+    quarantine += [quarantine_row(r.stage, r.record_id, r.reason, r.payload, run_id, started) for r in plan.issues]
+    acc.documents_quarantined = len(rejected) + len(duplicates)  # lineage issues: notes on documents still written
+    fragments = {"documents": [], "chunks": [], "quarantine": staging.write("quarantine", pa.Table.from_pylist(
+        list({q["quarantine_id"]: q for q in quarantine}.values()), schema=arrow_schema(QuarantineRecord)))}
+    staged_docs, nodes = 0, set()
+    try:
+        if todo:
+            for part in _run_stages(todo, config, staging, run_id, spec, started, emit):
+                for name in fragments:
+                    fragments[name] += json.loads(part[name])
+                acc.chunks_seen += part["chunks_in"]
+                acc.chunks_quarantined += part["chunks_rejected"]
+                acc.documents_quarantined += part["documents_failed"]
+                staged_docs += part["documents_staged"]
+                nodes.update(json.loads(part["embed_nodes"]))
+        summary = _commit(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec, started,
+                          now, emit, t0)
+    finally:
+        staging.drop()
+    summary.embed_nodes = len(nodes)
+    if config.optimize and (summary.documents_written or summary.chunks_written):
         store.optimize()
-    summary = RunSummary(run_id, len(docs), len(plan.unchanged), docs_written, writer.chunks_written, quarantined,
-                         time.perf_counter() - t0)
-    _write_run(store, summary, sources, config, spec, started, now())
+    else:
+        store.ensure_indexes()
     emit("done", asdict(summary))
+    return summary
+
+
+def _unique_ids(todo: list[PlannedDocument]) -> tuple[list[PlannedDocument], list[PlannedDocument]]:
+    """Split off documents whose ``doc_id`` an earlier document of the batch already has (never two rows)."""
+    seen: set[str] = set()
+    keep, dups = [], []
+    for p in todo:
+        (dups if p.doc_id in seen else keep).append(p)
+        seen.add(p.doc_id)
+    return keep, dups
+
+
+def _commit(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting, staged_docs: int,
+            dead: set[str], run_id: str, sources: list[str], config: IngestConfig, spec: Any, started: datetime,
+            now: Callable[[], datetime], emit: Progress, t0: float) -> RunSummary:
+    """Commit the run: marker, documents, chunks (time order), quarantine, final ``runs`` row."""
+    commit_time = now()
+    row = _run_row(run_id, sources, config, spec, started, commit_time, acc, 0)
+    store.begin_run(row, now=commit_time)
+    try:
+        return _commit_tables(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec,
+                              started, commit_time, now, emit, t0)
+    except BaseException:
+        # an error (not a kill) between two commits: mark the run failed now, so the retry repairs its rows
+        # without waiting for the lease (a SIGKILL is caught by the pid check instead)
+        try:
+            store.mark_failed({run_id})
+        except Exception:  # noqa: BLE001 - the original error matters more
+            log.warning("could not mark run %s failed", run_id)
+        raise
+
+
+def _commit_tables(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting,
+                   staged_docs: int, dead: set[str], run_id: str, sources: list[str], config: IngestConfig,
+                   spec: Any, started: datetime, commit_time: datetime, now: Callable[[], datetime], emit: Progress,
+                   t0: float) -> RunSummary:
+    from diachron.schemas.records import TABLES
+
+    emit("committed", {"table": "runs:begin"})
+    merged: dict[str, dict[str, int]] = {}
+    mine: set[str] = set()
+    for name, order in (("documents", None), ("chunks", "event_start"), ("quarantine", None)):
+        dataset = staging.commit(name, fragments[name], arrow_schema(TABLES[name], dim=spec.dim))
+        batches = Staging.batches(dataset, order_by=order) if dataset is not None else iter(())
+        if name == "chunks":  # only chunks of documents this run wrote: a concurrent run owns the others
+            batches = _of_documents(batches, mine)
+        merged[name] = {"inserted": 0, "replaced": 0, "duplicates": 0} if dataset is None else store.merge_staged(
+            name, batches, recorded_at=commit_time, replace_runs=dead)
+        if name == "documents" and dataset is not None:
+            mine = store.ids_of_run("documents", run_id)
+        emit("committed", {"table": name, **merged[name]})
+    acc.documents_written = merged["documents"]["inserted"] + merged["documents"]["replaced"]
+    acc.documents_unchanged += staged_docs - acc.documents_written
+    acc.chunks_written = merged["chunks"]["inserted"] + merged["chunks"]["replaced"]
+    acc.chunks_unchanged = acc.chunks_seen - acc.chunks_quarantined - acc.chunks_written
+    quarantined = merged["quarantine"]["inserted"] + merged["quarantine"]["replaced"]
+    summary = RunSummary(run_id, acc.documents_seen, acc.documents_unchanged, acc.documents_written,
+                         acc.chunks_written, quarantined, time.perf_counter() - t0,
+                         documents_quarantined=acc.documents_quarantined, chunks_seen=acc.chunks_seen,
+                         chunks_unchanged=acc.chunks_unchanged, chunks_quarantined=acc.chunks_quarantined,
+                         replaced=merged["documents"]["replaced"] + merged["chunks"]["replaced"])
+    store.finish_run(_run_row(run_id, sources, config, spec, started, now(), acc, quarantined))
+    store.mark_failed(dead)
+    emit("committed", {"table": "runs"})
     return summary
 
 
@@ -226,42 +325,75 @@ def _load(sources: list[str], config: IngestConfig) -> tuple[list[SourceDocument
     docs: list[SourceDocument] = []
     rejected: list[Rejected] = []
     for source in sources:
-        for item in load_source(source, sotu_years=config.sotu_years):
+        for item in load_source(source, sotu_years=config.sotu_years, limits=config.limits):
             (rejected if isinstance(item, Rejected) else docs).append(item)  # type: ignore[arg-type]
     return docs, rejected
 
 
-def _run_stages(todo: list[PlannedDocument], config: IngestConfig, writer: _Writer, embedder_id: str,
-                emit: Progress) -> None:
+def _pools(config: IngestConfig) -> dict[str, Any]:
+    """Actor pool sizes and per-actor resources from the cluster's resources (``ray.cluster_resources``)."""
+    import ray
+
+    resources = ray.cluster_resources()
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
+    cpus = max(1, int(resources.get("CPU", 1)))
+    gpus = int(resources.get("GPU", 0))
+    if gpus:
+        embed = {"num_gpus": 1, "num_cpus": 1, "concurrency": config.embed_actors or (1, gpus)}
+    else:
+        low = max(1, min(len(nodes), cpus - 1))
+        embed = {"num_cpus": 1, "concurrency": config.embed_actors or (low, max(low, cpus - 1))}
+    return {"annotate": {"num_cpus": 0.5, "concurrency": (1, max(1, cpus // 2))},
+            "embed": embed, "validate": {"num_cpus": 0.25, "concurrency": (1, max(1, len(nodes)))}}
+
+
+def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Staging, run_id: str, spec: Any,
+                placeholder: datetime, emit: Progress) -> Iterator[dict[str, Any]]:
+    """Run the stages; yields one small dict per output block (fragment metadata and counts)."""
     import ray
     import ray.data
-    from ray.data import ActorPoolStrategy
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
-    rows = _doc_input_rows(todo)
+    ctx.print_on_execution_start = False
+    pools = _pools(config)
+    rows = list(_doc_input_rows(todo))
     # from_items builds the blocks in the driver: ``from_arrow`` runs a metadata task whose worker aborted
     # here ("Mutex corrupt", abseil) under load; Ray retried it, but a new user should not see that.
     ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // config.batch_size)))
-    ds = ds.map_batches(AnnotateStage, fn_constructor_args=(config.stages,), batch_format="pyarrow",
-                        batch_size=config.batch_size, compute=ActorPoolStrategy(size=1), num_cpus=0.5)
+    del rows
+    ds = ds.map_batches(AnnotateStage, fn_constructor_args=(config.stages, staging, run_id, placeholder),
+                        batch_format="pyarrow", batch_size=config.batch_size, **pools["annotate"])
     ds = ds.map_batches(EmbedStage, fn_constructor_args=(config.stages,), batch_format="pyarrow",
-                        batch_size=config.stages.embed_batch_size * 4, compute=ActorPoolStrategy(size=1), num_cpus=1)
+                        batch_size=config.stages.embed_batch_size * 4, **pools["embed"])
     ds = ds.map_batches(ValidateStage, fn_constructor_args=(config.validation,), batch_format="pyarrow",
-                        batch_size=256, compute=ActorPoolStrategy(size=1), num_cpus=0.25)
+                        batch_size=256, **pools["validate"])
+    ds = ds.map_batches(stage_block, fn_kwargs={"staging": staging, "run_id": run_id, "embedder_id": spec.id,
+                                                "dim": spec.dim, "placeholder_time": placeholder},
+                        batch_format="pyarrow", batch_size=None, num_cpus=0.1)
+    done = 0
     try:
-        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=512):
-            writer.consume(batch, embedder_id)
-            emit("batch", {"chunks_written": writer.chunks_written, "documents_done": len(writer.stage1),
-                           "documents_total": len(todo)})
+        for part in ds.iter_rows():
+            done += part["documents_staged"] + part["documents_failed"]
+            emit("batch", {"chunks_staged": part["chunks_in"], "documents_done": done, "documents_total": len(todo)})
+            yield part
     except ray.exceptions.RayActorError as exc:
         raise WorkerLostError(f"a Ray worker was lost: {exc}") from exc
 
 
-def _write_run(store: Store, s: RunSummary, sources: list[str], config: IngestConfig, spec: Any,
-               started: datetime, finished: datetime) -> None:
-    row = {"run_id": s.run_id, "started_at": started, "finished_at": finished, "sources_json": json.dumps(sources),
-           "config_json": json.dumps(asdict(config), default=str), "embedder": spec.id, "embedding_dim": spec.dim,
-           "documents_seen": s.documents_seen, "documents_written": s.documents_written,
-           "chunks_written": s.chunks_written, "quarantined": s.quarantined, "status": s.status}
-    store.insert_new("runs", pa.Table.from_pylist([row], schema=arrow_schema(RunRecord)), now=finished)
+def _of_documents(batches: Iterator[pa.RecordBatch], doc_ids: set[str]) -> Iterator[pa.RecordBatch]:
+    import pyarrow.compute as pc
+
+    allowed = pa.array(sorted(doc_ids), type=pa.string())
+    for batch in batches:
+        yield batch.filter(pc.is_in(batch.column("doc_id"), value_set=allowed))
+
+
+def _run_row(run_id: str, sources: list[str], config: IngestConfig, spec: Any, started: datetime,
+             finished: datetime, acc: Accounting, quarantined: int) -> dict[str, Any]:
+    settings = asdict(config)
+    settings.pop("storage_options", None)  # may hold credentials
+    return {"run_id": run_id, "started_at": started, "finished_at": finished, "sources_json": json.dumps(sources),
+            "config_json": json.dumps({**settings, "accounting": asdict(acc)}, default=str), "embedder": spec.id,
+            "embedding_dim": spec.dim, "documents_seen": acc.documents_seen, "documents_written": acc.documents_written,
+            "chunks_written": acc.chunks_written, "quarantined": quarantined, "status": "success"}

@@ -3,6 +3,10 @@
 Each stage is a callable class for ``Dataset.map_batches`` (heavy state built once per actor) taking and
 returning ``pyarrow.Table`` batches. Required input columns are listed on each class (``REQUIRES``).
 Per-row failures become quarantine entries in the ``_quarantine`` column (JSON), never crashes.
+
+With a :class:`~diachron.ingest.staging.Staging` area, the annotate stage writes the document rows of its
+batch and :func:`stage_block` (the last step) writes the chunk and quarantine rows, as Lance fragments,
+on the worker; only fragment metadata and counts travel back to the driver.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from diachron.schemas.ids import short_hash
 from diachron.schemas.records import INTERVAL_TYPE, intervals_to_arrow
 from diachron.schemas.time import Granularity, Interval, add_months, format_instant, period
 
-__all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA"]
+__all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA", "quarantine_id",
+           "stage_block"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,7 @@ CHUNK_STAGE_SCHEMA = pa.schema([
     ("intervals", pa.list_(INTERVAL_TYPE)), ("event_start", TS), ("event_end", TS), ("time_source", pa.string()),
     ("time_status", pa.string()), ("valid_from", TS), ("valid_until", TS), ("annotator", pa.string()),
     ("published_at_source", pa.string()), ("abstract", pa.string()), ("_quarantine", pa.string()),
+    ("_staged", pa.string()),
 ])
 _SEGMENT_CHARS = 1500
 
@@ -137,23 +143,52 @@ class AnnotateStage:
 
     REQUIRES = ("doc_id", "series_id", "title", "text", "published_at", "valid_from", "valid_until")
 
-    def __init__(self, config: StageConfig) -> None:
+    def __init__(self, config: StageConfig, staging: Any = None, run_id: str = "",
+                 placeholder_time: datetime | None = None) -> None:
         from diachron.ingest.chunking import SentenceChunker
         from diachron.ingest.embedding import resolve_embedder
 
         spec = resolve_embedder(config.embedder)
         self.chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=config.max_tokens or spec.max_tokens)
         self.annotator = build_annotator(config)
+        self.staging, self.run_id, self.placeholder = staging, run_id, placeholder_time
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows: list[dict[str, Any]] = []
+        documents: list[dict[str, Any]] = []
         for doc in batch.to_pylist():
             try:
-                rows.extend(self._document(doc))
+                chunk_rows = self._document(doc)
             except Exception as exc:  # one bad document must not stop the batch: quarantine it
                 log.warning("annotation failed for %s: %s", doc["doc_id"], exc)
                 rows.append(_failed_row(doc, f"annotation failed: {type(exc).__name__}: {exc}"))
+                continue  # one outcome per record: quarantined, never also written
+            rows.extend(chunk_rows)
+            if self.staging is not None:
+                documents.append(self._document_row(doc, chunk_rows))
+        if self.staging is None:
+            return pa.Table.from_pylist(rows, schema=CHUNK_STAGE_SCHEMA)
+        from diachron.schemas.records import DocumentRecord, arrow_schema
+
+        staged = self.staging.write("documents", pa.Table.from_pylist(documents, schema=arrow_schema(DocumentRecord)))
+        if not rows:  # every document had no text to chunk: a marker row still carries the counts
+            rows.append({"chunk_id": None, "doc_id": "", "series_id": "", "seq": -2, "text": "", "token_count": 0,
+                         "time_source": "unknown", "time_status": "unknown", "annotator": "none"})
+        rows[0]["_staged"] = json.dumps({"documents": staged, "documents_staged": len(documents)})
         return pa.Table.from_pylist(rows, schema=CHUNK_STAGE_SCHEMA)
+
+    def _document_row(self, doc: dict[str, Any], chunk_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The ``documents`` row of an annotated document (stage 1 read from its chunks)."""
+        first = chunk_rows[0] if chunk_rows else {}
+        published = first.get("published_at", doc["published_at"])
+        source = first.get("published_at_source") or ("metadata" if doc["published_at"] else "unknown")
+        return {"doc_id": doc["doc_id"], "series_id": doc["series_id"], "title": doc["title"], "text": doc["text"],
+                "content_sha256": doc["content_sha256"], "published_at": published, "published_at_source": source,
+                "source_timezone": doc.get("source_timezone"), "abstract": first.get("abstract") or "",
+                "version": doc.get("version"), "supersedes": doc.get("supersedes"), "relation": doc.get("relation"),
+                "valid_from": doc["valid_from"], "valid_until": doc["valid_until"], "source_uri": doc["source_uri"],
+                "metadata_json": doc["metadata_json"], "annotator": first.get("annotator") or "none",
+                "recorded_at": self.placeholder, "run_id": self.run_id}
 
     def _document(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
         text = doc["text"]
@@ -203,13 +238,24 @@ class EmbedStage:
         torch.set_num_threads(config.embed_threads or os.cpu_count() or 1)
         self.embedder = Embedder(config.embedder, batch_size=config.embed_batch_size)
         self.embedder.warm_up()
+        self.node = _node_id()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         texts = batch.column("text").to_pylist()
         vectors = self.embedder.embed([t or " " for t in texts])
         flat = pa.array(vectors.reshape(-1), type=pa.float32())
         column = pa.FixedSizeListArray.from_arrays(flat, self.embedder.dim)
-        return batch.append_column("vector", column)
+        return batch.append_column("vector", column).append_column("_embed_node", pa.array([self.node] * len(texts)))
+
+
+def _node_id() -> str:
+    """The Ray node this process runs on ("" outside Ray)."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else ""
+    except Exception:  # noqa: BLE001 - a diagnostic only
+        return ""
 
 
 class ValidateStage:
@@ -282,6 +328,69 @@ def _retime(row: dict[str, Any], kept: list[dict[str, Any]]) -> None:
     row["time_source"], row["time_status"] = source, status
 
 
-def quarantine_id(run_id: str, stage: str, record_id: str, reason: str) -> str:
-    """Deterministic id of a quarantine entry."""
-    return short_hash(run_id, stage, record_id, reason)
+def quarantine_id(stage: str, record_id: str, reason: str, payload_json: str) -> str:
+    """Deterministic id of a quarantine entry: the same bad content with the same reason is one row, whichever
+    run finds it (no run id in the hash), so re-runs do not quarantine it again."""
+    return short_hash(stage, record_id, reason, payload_json)
+
+
+def quarantine_row(stage: str, record_id: str, reason: str, payload: dict[str, Any], run_id: str,
+                   recorded_at: datetime | None) -> dict[str, Any]:
+    """One ``quarantine`` row (payload as JSON, id from content)."""
+    payload_json = json.dumps(payload, default=str, sort_keys=True)
+    return {"quarantine_id": quarantine_id(stage, record_id, reason, payload_json), "run_id": run_id, "stage": stage,
+            "record_id": record_id, "reason": reason, "payload_json": payload_json, "recorded_at": recorded_at}
+
+
+def stage_block(batch: pa.Table, *, staging: Any, run_id: str, embedder_id: str, dim: int,
+                placeholder_time: datetime) -> pa.Table:
+    """Last pipeline step (a Ray task per block): write the block's chunk and quarantine rows as staged
+    fragments; return one small row of fragment metadata and counts for the driver.
+
+    Counts: ``chunks_in`` (chunks produced), ``chunks_rejected`` (failed chunk validation: quarantined, not
+    written), ``documents_failed`` (annotation failed: quarantined, no document row), ``embed_nodes``.
+    """
+    from diachron.schemas.records import ChunkRecord, QuarantineRecord, arrow_schema
+
+    chunks: list[dict[str, Any]] = []
+    quarantine: dict[str, dict[str, Any]] = {}
+    documents: list[str] = []
+    counts = {"chunks_in": 0, "chunks_rejected": 0, "documents_failed": 0, "documents_staged": 0}
+    nodes: set[str] = set()
+
+    def add(stage: str, record_id: str, reason: str, payload: dict[str, Any]) -> None:
+        row = quarantine_row(stage, record_id, reason, payload, run_id, placeholder_time)
+        quarantine.setdefault(row["quarantine_id"], row)
+
+    for row in batch.to_pylist():
+        if row.get("_staged"):
+            meta = json.loads(row["_staged"])
+            documents.extend(meta["documents"])
+            counts["documents_staged"] += meta["documents_staged"]
+        if row.get("_embed_node"):
+            nodes.add(row["_embed_node"])
+        doc_id = row["doc_id"]
+        for entry in json.loads(row["_quarantine"]) if row["_quarantine"] else []:
+            add(entry["stage"], row["chunk_id"] or doc_id, entry["reason"],
+                entry.get("payload") or {"chunk_id": row["chunk_id"], "doc_id": doc_id})
+        if row["seq"] == -1:
+            counts["documents_failed"] += 1
+        if row["seq"] < 0:
+            continue
+        counts["chunks_in"] += 1
+        if row["_rejected"]:
+            counts["chunks_rejected"] += 1
+            add("validate_chunk", row["chunk_id"], row["_rejected"],
+                {"chunk_id": row["chunk_id"], "doc_id": doc_id, "text": row["text"]})
+            continue
+        row.update(embedder=embedder_id, recorded_at=placeholder_time, run_id=run_id)
+        chunks.append({k: row[k] for k in ChunkRecord.__slots__})
+    chunk_table = pa.Table.from_pylist(chunks, schema=arrow_schema(ChunkRecord, dim=dim))
+    if chunk_table.num_rows:
+        chunk_table = chunk_table.sort_by([("event_start", "ascending")])  # time order within the fragment
+    out = {"documents": json.dumps(documents),
+           "chunks": json.dumps(staging.write("chunks", chunk_table)),
+           "quarantine": json.dumps(staging.write("quarantine", pa.Table.from_pylist(
+               list(quarantine.values()), schema=arrow_schema(QuarantineRecord)))),
+           "embed_nodes": json.dumps(sorted(nodes)), **counts}
+    return pa.Table.from_pylist([out])

@@ -1,0 +1,98 @@
+"""Per-run staging of rows written by Ray workers, committed once per run by the driver.
+
+Workers write their blocks as Lance fragments under ``<db>/_staging/<run_id>/<table>.lance`` (the same
+URI scheme as the database: a shared path or an object store) and hand back only the fragments'
+metadata (JSON, a few hundred bytes each). The driver commits those fragments into the staging dataset
+(one Lance ``Overwrite`` transaction per table), then :meth:`diachron.ingest.store.Store.merge_staged`
+merges each staged table into its target in one transaction. Fragments of a retried or killed task
+that never reached the driver are never committed (Lance ignores uncommitted files); the staging
+folder is dropped after the run's commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["Staging"]
+
+
+class Staging:
+    """The staging area of one run.
+
+    Args:
+        db_uri: the LanceDB URI of the target database.
+        run_id: the run's id (names the folder).
+        storage_options: object-store options (``endpoint``, ``allow_http``, keys …) or ``None``.
+    """
+
+    def __init__(self, db_uri: str, run_id: str, storage_options: dict[str, str] | None = None) -> None:
+        self.root = f"{db_uri.rstrip('/')}/_staging/{run_id}"
+        self.storage_options = storage_options or None
+
+    def uri(self, name: str) -> str:
+        return f"{self.root}/{name}.lance"
+
+    def write(self, name: str, table: pa.Table) -> list[str]:
+        """Write ``table`` as uncommitted fragments of staged table ``name``; returns their metadata (JSON).
+
+        Runs on a worker. Nothing becomes visible until :meth:`commit`.
+        """
+        if table.num_rows == 0:
+            return []
+        import os
+
+        os.environ.setdefault("LANCE_LOG", "error")  # before lance loads in a worker: no "will be created" noise
+        from lance.fragment import write_fragments
+
+        fragments = write_fragments(table, self.uri(name), schema=table.schema,
+                                    storage_options=self.storage_options)
+        return [json.dumps(f.to_json()) for f in fragments]
+
+    def commit(self, name: str, fragments: list[str], schema: pa.Schema) -> Any:
+        """Commit the fragments of ``name`` (one transaction); returns the staged ``LanceDataset`` or ``None``."""
+        if not fragments:
+            return None
+        import lance
+        from lance.fragment import FragmentMetadata
+
+        metas = [FragmentMetadata.from_json(f) for f in fragments]
+        # ids must be unique within a dataset: workers wrote them without coordination
+        for i, meta in enumerate(metas):
+            meta.id = i
+        return lance.LanceDataset.commit(self.uri(name), lance.LanceOperation.Overwrite(schema, metas),
+                                         storage_options=self.storage_options)
+
+    @staticmethod
+    def batches(dataset: Any, *, order_by: str | None = None, batch_size: int = 1024) -> Iterator[pa.RecordBatch]:
+        """Stream the staged rows (optionally sorted by ``order_by``, nulls first) in batches."""
+        scanner = dataset.scanner(batch_size=batch_size, order_by=[order_by] if order_by else None)
+        yield from scanner.to_reader()
+
+    def drop(self) -> None:
+        """Delete the staging folder (best effort: leftovers are invisible and harmless)."""
+        import pyarrow.fs as pafs
+
+        try:
+            if "://" in self.root and not self.root.startswith("file://"):
+                fs, path = pafs.FileSystem.from_uri(self.root) if not self.storage_options else (
+                    _s3(self.storage_options), self.root.split("://", 1)[1])
+            else:
+                fs, path = pafs.LocalFileSystem(), self.root.removeprefix("file://")
+            fs.delete_dir(path)
+        except (OSError, ValueError, pa.ArrowException):
+            pass
+
+
+def _s3(options: dict[str, str]) -> Any:
+    import pyarrow.fs as pafs
+
+    endpoint = options.get("endpoint") or options.get("aws_endpoint")
+    scheme = "http" if str(options.get("allow_http", "")).lower() == "true" else "https"
+    override = endpoint.split("://", 1)[-1] if endpoint else None
+    return pafs.S3FileSystem(access_key=options.get("aws_access_key_id"), secret_key=options.get("aws_secret_access_key"),
+                             region=options.get("region") or options.get("aws_region") or "us-east-1",
+                             endpoint_override=override, scheme=scheme)
