@@ -108,8 +108,9 @@ def _year_context(text: str, start: int) -> int | None:
 
 
 def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], reference: datetime,
-              timezone: str, tense: Tense) -> Interval:
-    """Year-less readings: a year written before it in the sentence, else the tense's direction."""
+              timezone: str, tense: Tense | None) -> Interval:
+    """Year-less readings: a year written before it in the sentence, else the tense's direction (read
+    from the text when ``tense`` is None)."""
     iv = m.interval
     if m.grain in ("second", "minute", "hour") or _DEICTIC.search(body) or iv.is_open:
         return iv
@@ -120,7 +121,7 @@ def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], ref
         again = _reparse(body, jan1, timezone)
         if again is not None and again.interval.start is not None and again.interval.start.astimezone(zone).year == year:
             return again.interval
-    if tense == "past" and iv.start is not None and iv.start > reference:
+    if iv.start is not None and iv.start > reference and (tense or tense_at(text, span)) == "past":
         back = timedelta(days=7) if _WEEKDAY_ONLY.fullmatch(body) else timedelta(days=365)
         again = _reparse(body, reference - back, timezone)
         if again is not None and again.interval.start is not None and again.interval.start <= reference:
@@ -159,8 +160,7 @@ def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone
         body = body[prep.end():]
     span = (offset + start, offset + end)
     forward = relation in _FORWARD_WORDS
-    tense: Tense = "future" if forward else tense_at(text, span)
-    interval = _redirect(m, body, text, span, reference, timezone, tense)
+    interval = _redirect(m, body, text, span, reference, timezone, "future" if forward else None)
     interval = _exclusive_clock_end(m) if interval == m.interval else interval
     if interval.is_open and relation is None:  # "ASAP", "before 11 am" with the word unsplittable
         relation = "since" if interval.start is not None else "before"
@@ -169,48 +169,78 @@ def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone
     elif relation == "by" and tense_at(text, span) != "past" and duckling_reading is not None:
         reading = duckling_reading
     else:
-        reading = apply_relation(relation, interval, reference=reference, tense=tense_at(text, span))
+        tense: Tense = tense_at(text, span) if relation == "by" else "none"
+        reading = apply_relation(relation, interval, reference=reference, tense=tense)
     is_range = m.is_interval and not interval.is_open and relation is None and bool(_RANGE_WORD.search(body))
     return GrammarMention(interval, span, is_range, relation, reading)
 
 
+_UNIT = r"(?!\s*(?:h\b|hrs?|hours?|min|mins|minutes?|sec|secs|seconds?|days?|weeks?|months?|years?|[ap]\.?m\b))"
+_NOISE = re.compile(rf"[$€£¥]\s?\d[\d,.]*(?:\s?(?:million|billion|bn|m|k)\b)?|(?<![\d.:])\d[\d,]*\.\d+(?![\d.:]){_UNIT}\s?%?|"
+                    r"(?<![\d,])\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?\s?(?:%|per\s?cent)")
+_TRIGGER = re.compile(
+    r"\d\s*(?:[ap]\.?\s?m\b|h\b|h\d|:\d\d)|\d{1,2}\s*[/-]\s*\d{1,2}|\b(?:o'?clock|noon|midnight|midday|today|tonight|"
+    r"tomorrow|yesterday|now|ago|hence|morning|afternoon|evening|night|week|weekend|wkend|month|year|quarter|qtr|"
+    r"decade|season|spring|summer|autumn|fall|winter|days?|hours?|minutes?|seconds?|eve|christmas|xmas|easter|"
+    r"thanksgiving|halloween|valentine'?s?|holiday|eid|ramadan|diwali|hanukk?ah|chanukah|passover|purim|rosh|"
+    r"kippur|lent|pentecost|advent|jayanti|navami|pongal|asap|eo[mdy]|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|"
+    r"oct|nov|dec)[a-z]*\.?|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?)\b", _I)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+SHORT_TEXT = 300  # characters: a question or a heading goes to Duckling whole
+
+
 def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
-                     piece_chars: int = 2000) -> list[GrammarMention]:
+                     covered: list[tuple[int, int]] | None = None) -> list[GrammarMention]:
     """Duckling's readings of ``text`` kept and resolved as described in the module docstring.
 
+    Cost: Duckling's chart parser dominates, so money, decimals, percentages and thousands are blanked
+    (same length, offsets kept) before it reads, and a text longer than :data:`SHORT_TEXT` characters is
+    read sentence by sentence, only the sentences holding a time cue (a clock time, a month, weekday or
+    time word, a holiday word) outside the spans ``covered`` by diachron's own patterns. A holiday named
+    alone in a long text with no other cue in its sentence is therefore not read.
+
     Args:
-        text: any length; parsed in pieces of at most ``piece_chars`` characters cut at sentence ends,
-            so the cost grows linearly with the text.
+        text: any length; the cost grows linearly with it.
         reference: the clock or the document's publication time (aware; naive means UTC).
         timezone: IANA zone of the text's local wall clock.
+        covered: spans already read by the tagger's own patterns (they do not count as cues).
 
     Returns:
         Readings in text order; they may overlap (the tagger chooses).
     """
     reference = to_utc(reference).replace(microsecond=0)
+    blank = _NOISE.sub(lambda m: " " * len(m[0]), text)
     out: list[GrammarMention] = []
-    for offset, piece in _pieces(text, piece_chars):
-        for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=False) + (
-                [m for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=True)
-                 if m.latent] if len(piece) <= 40 else []):
+    for offset, piece in _pieces(blank, covered or []):
+        found = duckling_parse(piece, reference=reference, timezone=timezone, latent=False)
+        if len(piece) <= 40:
+            found += [m for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=True) if m.latent]
+        for m in found:
             if not _kept(m, piece):
                 continue
-            found = _one(m, text, offset, reference, timezone)
-            if found is not None:
-                out.append(found)
+            mention = _one(m, text, offset, reference, timezone)
+            if mention is not None:
+                out.append(mention)
     return sorted(out, key=lambda g: g.span)
 
 
-def _pieces(text: str, size: int) -> list[tuple[int, str]]:
+def _pieces(text: str, covered: list[tuple[int, int]], size: int = 2000) -> list[tuple[int, str]]:
+    if len(text) <= SHORT_TEXT:
+        return [(0, text)]
+    cues = list(text)
+    for start, end in covered:
+        cues[start:end] = " " * (end - start)
+    cue_text = "".join(cues)
     pieces: list[tuple[int, str]] = []
     start = 0
-    while len(text) - start > size:
-        window = text[start:start + size]
-        cut = max(window.rfind(". "), window.rfind("\n"), window.rfind("? "), window.rfind("! "))
-        if cut < size // 2:
-            cut = window.rfind(" ")
-        cut = size if cut <= 0 else cut + 1
-        pieces.append((start, text[start:start + cut]))
-        start += cut
-    pieces.append((start, text[start:]))
+    for stop in [m.start() for m in _SENTENCE.finditer(text)] + [len(text)]:
+        while stop - start > size:  # a run-on "sentence": cut at a space
+            cut = text.rfind(" ", start, start + size)
+            cut = start + size if cut <= start else cut
+            if _TRIGGER.search(cue_text, start, cut):
+                pieces.append((start, text[start:cut]))
+            start = cut
+        if stop > start and _TRIGGER.search(cue_text, start, stop):
+            pieces.append((start, text[start:stop]))
+        start = stop
     return pieces

@@ -593,13 +593,14 @@ def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolve
     return out
 
 
-def _grammar_candidates(text: str, ctx: _Ctx) -> list[_Candidate]:
+def _grammar_candidates(text: str, ctx: _Ctx, ours: list[_Candidate]) -> list[_Candidate]:
     from diachron.temporal.grammar import grammar_mentions
 
     if ctx.reference is None or not ctx.config.grammar:
         return []
+    covered = [(c.start, c.end) for c in ours]
     return [_Candidate(g.span[0], g.span[1], [(g.interval, g.span)], g.is_range, 0, 1, g.relation, g.reading)
-            for g in grammar_mentions(text, reference=ctx.reference, timezone=ctx.config.timezone)]
+            for g in grammar_mentions(text, reference=ctx.reference, timezone=ctx.config.timezone, covered=covered)]
 
 
 def _select(candidates: list[_Candidate]) -> list[_Candidate]:
@@ -645,13 +646,15 @@ def extract_mentions(text: str, *, reference: datetime | None,
     ref = None if reference is None else to_utc(reference)
     ctx = _Ctx(text, ref, config, _day_first(text, config))
     mentions: list[TimeMention] = []
-    for cand in _select(_candidates(text, ctx, _ALL_RULES) + _grammar_candidates(text, ctx)):
+    ours = _candidates(text, ctx, _ALL_RULES)
+    for cand in _select(ours + _grammar_candidates(text, ctx, ours)):
         for interval, (s, e) in cand.found:
             relation, reading = cand.relation, cand.reading
             if cand.tier != 1 and not cand.is_range:
                 before = relation_before(text, s)
                 relation = before[0] if before else None
-                reading = apply_relation(relation, interval, reference=ref, tense=tense_at(text, (s, e)))
+                tense = tense_at(text, (s, e)) if relation == "by" else "none"  # only "by" depends on it
+                reading = apply_relation(relation, interval, reference=ref, tense=tense)
             mentions.append(TimeMention(interval, text[s:e], (s, e), cand.is_range, relation, reading,
                                         "duckling" if cand.tier == 1 else "rules"))
     logger.debug("%d time mentions in %d characters", len(mentions), len(text))
