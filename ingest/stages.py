@@ -284,6 +284,7 @@ class ValidateStage:
             "end": pd.Series([iv["end"] for _, _, iv in flat], dtype="datetime64[us, UTC]"),
             "latest_start": pd.Series([_years_after(rows[r]["published_at"], limit) for r, _, _ in flat],
                                       dtype="datetime64[us, UTC]"),
+            "provenance": pd.Series([iv.get("provenance") for _, _, iv in flat], dtype="object"),
         })
         bad_intervals = self.validator.check_intervals(frame)
         drop: dict[int, set[int]] = {}

@@ -93,7 +93,8 @@ class Validator:
             e.ExpectColumnValuesToNotBeNull(column="chunk_id"),
             e.ExpectColumnValuesToNotBeNull(column="doc_id"),
             e.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
-            e.ExpectColumnValuesToBeInSet(column="time_source", value_set=["event", "published", "unknown"]),
+            e.ExpectColumnValuesToBeInSet(column="time_source", value_set=["event", "inherited:section",
+                                                                          "inherited:document", "published", "unknown"]),
         ])
 
     def check_intervals(self, frame: Any) -> dict[int, list[str]]:

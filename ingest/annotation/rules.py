@@ -1,8 +1,8 @@
 """The rule-based two-stage annotator (CPU, deterministic): the ``rules`` backend.
 
-Stage 1: publication time from metadata, else the first explicit date in the first segment (a
-dateline), else in the last segment; the abstract is the lead: the first one or two sentences, at most
-``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
+Stage 1: publication time from metadata, else the first explicit day in the document's first line (a
+dateline, at most 200 characters), else in its last line; the abstract is the lead: the first one or two
+sentences, at most ``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
 resolved against the document's publication time (never the processing clock), each with its kind
 (:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention).
 """
@@ -21,6 +21,7 @@ __all__ = ["RuleAnnotator"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 _DATELINE_GRAINS = {Granularity.DAY, Granularity.HOUR, Granularity.INSTANT}
+_DATELINE_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -40,7 +41,9 @@ class RuleAnnotator:
         abstract = self._abstract(doc.first_segment)
         if doc.published_at is not None:
             return DocumentAnnotation(doc.published_at, "metadata", abstract, self.name)
-        for segment in (doc.first_segment, doc.last_segment):
+        for segment in (doc.first_segment.lstrip().split("\n", 1)[0], doc.last_segment.rstrip().rsplit("\n", 1)[-1]):
+            if len(segment) > _DATELINE_CHARS:  # a dateline is a short line, not a sentence ("born 24 April 1971")
+                continue
             days = [m for m in extract_mentions(segment, reference=None, config=self.tagger)
                     if m.interval.granularity in _DATELINE_GRAINS and m.interval.start is not None]
             if days:
