@@ -42,7 +42,7 @@ from diachron.schemas.ids import content_sha256, doc_version_id
 from diachron.schemas.lineage import DERIVED_UNTIL_KEY, SERIES_INFERRED_KEY, UNRESOLVED_KEY
 
 __all__ = ["STORED_COLUMNS", "LineageConfig", "PlannedDocument", "StoredVersion", "VersionPlan", "id_prefix",
-           "map_fields", "plan_versions", "select_stored"]
+           "infer_series", "map_fields", "plan_versions", "select_stored"]
 
 #: columns of the ``documents`` table that :func:`select_stored` reads
 STORED_COLUMNS = ["doc_id", "series_id", "content_sha256", "version", "recorded_at"]
@@ -281,6 +281,16 @@ def _series(batch: _Batch) -> tuple[list[str], list[bool], dict[int, str], list[
             if isinstance(m, int) and name is not None and batch.docs[m].series_id is None:
                 series[m], inferred[m] = name, guessed
     return series, inferred, {i: batch.node_id(t) for i, t in targets.items()}, issues
+
+
+def infer_series(documents: Sequence[SourceDocument], stored: Sequence[StoredVersion] = (),
+                 config: LineageConfig | None = None) -> list[str]:
+    """The series each document of ``documents`` gets (as :func:`plan_versions` assigns it), in order.
+
+    For grouping before planning (e.g. sharding: all versions of a series in one shard).
+    """
+    docs = [map_fields(d, config or LineageConfig()) for d in documents]
+    return _series(_Batch(docs, {s.doc_id: s for s in stored}))[0]
 
 
 def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion],

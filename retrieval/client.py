@@ -27,6 +27,7 @@ from diachron.retrieval.lineage import (
     Lineage,
     clarify,
     conflicts,
+    latest_first,
     load_lineage,
     mentions_earlier_version,
     window_gaps,
@@ -35,7 +36,7 @@ from diachron.retrieval.search import Hit, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, Signal
-from diachron.schemas.time import Granularity, Interval, to_utc
+from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
 
 __all__ = ["Client"]
 
@@ -156,7 +157,11 @@ class Client:
         lineage = load_lineage(self.documents, as_of=time_filter.as_of) if self.documents is not None else None
         admit, clarifications = self._admission(intent, lineage, vector, time_filter) if use_time_filter \
             else (None, [])
-        hits = self._search(vector, time_filter, k if diversify is None else max(5 * k, 100), admit)
+        current = use_time_filter and lineage is not None and intent.relation is Relation.CURRENT and diversify is None
+        hits = self._search(vector, time_filter, max(2 * k, 20) if current else k if diversify is None
+                            else max(5 * k, 100), admit)
+        if current:  # "current / latest as of D": the latest published first (retrieval/lineage.py)
+            hits, intent = _latest_first(hits, lineage, intent, k)  # type: ignore[arg-type]
         if diversify == "coverage":
             periods = anchor_periods(anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy))
             hits = coverage_top_k(hits, periods, k=k)
@@ -196,7 +201,10 @@ class Client:
         """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
         if lineage is None:
             return None, []
-        if intent.relation in (Relation.AT, Relation.CURRENT) and intent.intervals:
+        if intent.relation is Relation.CURRENT:
+            windows = intent.intervals or (Interval.at(intent.reference_time),)
+            return (lambda row: any(lineage.current(row["doc_id"], row["series_id"], w) for w in windows)), []
+        if intent.relation is Relation.AT and intent.intervals:
             windows = intent.intervals
             return (lambda row: any(lineage.admits(row["doc_id"], row["series_id"], w) for w in windows)), []
         if intent.relation is Relation.UNKNOWN and mentions_earlier_version(intent.core_query):
@@ -244,6 +252,20 @@ def _time_filter(intent: TemporalIntent, *, as_of: datetime | None, strict: bool
         return TimeFilter(as_of=as_of)
     valid = intent.intervals if intent.relation is Relation.AT else ()
     return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of, admit_unknown=not strict)
+
+
+def _latest_first(hits: list[Hit], lineage: Lineage, intent: TemporalIntent, k: int
+                  ) -> tuple[list[Hit], TemporalIntent]:
+    """The ``k`` hits of a similarity pool published latest; the intent's assumptions say how documents
+    without versions were read (:func:`diachron.retrieval.lineage.latest_first`)."""
+    order, unversioned = latest_first([h.row for h in hits], lineage, k=k)
+    if unversioned:
+        window = intent.intervals[0] if intent.intervals else Interval.at(intent.reference_time)
+        until = format_instant(window.end) if window.end is not None else "now"
+        note = (f"{unversioned} document(s) without versions: 'current' read as published before {until}, "
+                "latest first")
+        intent = replace(intent, assumptions=(*intent.assumptions, note))
+    return [hits[p] for p in order], intent
 
 
 def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:

@@ -10,6 +10,13 @@ derived here from the versions stored (and recorded by ``as_of``, DESIGN.md "Lin
 - a correction replaces its target from the correction's start (the whole target when they start
   together); a ``coexists`` version ends nobody.
 
+**Currentness** ("current / in effect / latest as of D", :meth:`Lineage.current` and :func:`latest_first`):
+a version of a versioned series is current when it is valid during D; a document that is no version
+(its series has one member) is current when it was published on or before D (and has not stated a
+validity that ended before D) — the question is answered from what had been published by then, latest
+first, and the answer says so in its ``assumptions``. A document with neither publication time nor
+valid time is never current.
+
 Intervals are half-open UTC ``[start, end)``. The documents table is read through Arrow; no user text is
 put into a SQL string.
 """
@@ -38,7 +45,7 @@ from diachron.schemas.lineage import (
 from diachron.schemas.records import intervals_from_arrow
 from diachron.schemas.time import Granularity, Interval, period, to_utc
 
-__all__ = ["Lineage", "clarify", "conflicts", "derive_spans", "gaps", "load_lineage",
+__all__ = ["Lineage", "clarify", "conflicts", "derive_spans", "gaps", "latest_first", "load_lineage",
            "mentions_earlier_version", "version_at", "versions_during", "window_gaps"]
 
 _COLUMNS = ["doc_id", "series_id", "version", "supersedes", "relation", "valid_from", "valid_until", "published_at",
@@ -145,6 +152,19 @@ class Lineage:
         span = self._by_doc.get(doc_id)
         return span is not None and span in versions_during(self.series[series_id], window)
 
+    def current(self, doc_id: str, series_id: str, window: Interval) -> bool:
+        """Whether ``doc_id`` can answer "current during ``window``" (half-open UTC).
+
+        A version of a versioned series: valid during ``window``. Any other document: its effective
+        interval (from its ``valid_from``, else its publication time, to its stated ``valid_until``, else
+        open) has a known start and overlaps ``window`` — so it was published before ``window`` ends.
+        """
+        if self.is_versioned(series_id):
+            return self.admits(doc_id, series_id, window)
+        span = self._by_doc.get(doc_id)
+        return span is not None and span.valid is not None and span.valid.start is not None \
+            and span.valid.overlaps(window)
+
 
 def load_lineage(documents: Any, *, series: Iterable[str] | None = None, as_of: datetime | None = None) -> Lineage:
     """Read the versions of ``series`` (default: all) from the ``documents`` table, as of ``as_of``.
@@ -249,6 +269,29 @@ def window_gaps(chunks: Any, where: str | None, window: Interval) -> list[GapSig
     data = chunks.to_lance().to_table(columns=["intervals"], filter=where)
     covered = [i for v in data.column("intervals").to_pylist() for i in intervals_from_arrow(v)]
     return gaps(window, covered)
+
+
+def latest_first(rows: Sequence[Mapping[str, Any]], lineage: Lineage, *, k: int) -> tuple[list[int], int]:
+    """Pick a "current" answer from a similarity-ranked pool: the ``k`` rows published latest, newest first.
+
+    Args:
+        rows: chunk rows (``doc_id``, ``series_id``, ``published_at``) best-similarity first, each already
+            admitted by :meth:`Lineage.current`.
+        lineage: the lineage the rows were admitted with.
+        k: how many to keep.
+
+    Returns:
+        ``(positions, unversioned)``: positions into ``rows`` in answer order (publication time descending,
+        then similarity; unknown publication last), and how many distinct documents among them are no
+        version of a versioned series (the answer's ``assumptions`` say how those were read).
+    """
+    def key(pos: int) -> tuple[bool, float, int]:
+        published = rows[pos].get("published_at")
+        return published is None, -to_utc(published).timestamp() if published is not None else 0.0, pos
+
+    order = sorted(range(len(rows)), key=key)[:k]
+    unversioned = {rows[p]["doc_id"] for p in order if not lineage.is_versioned(rows[p]["series_id"])}
+    return order, len(unversioned)
 
 
 def mentions_earlier_version(text: str) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -315,63 +316,127 @@ def test_ambiguous_old_rule_asks_for_clarification(scenarios: Any) -> None:
     assert series_docs(single, "badge-rule") == ["badge-rule/v1"]
 
 
-# --- real data -------------------------------------------------------------------------------------------
+# --- real data, as shipped ------------------------------------------------------------------------------
+# tzdb_news/releases.jsonl (all 314 releases) and the debian_changelogs lines of three packages, copied byte
+# for byte: no series_id anywhere. Expected answers come from the raw files: the release (entry) with the latest
+# publication on or before the day asked about.
 
 SHARED = Path(os.environ.get("DIACHRON_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-PACKAGES = ("brotli", "gdbm")
+TZDB = SHARED / "data/tzdb_news/releases.jsonl"
+DEBIAN = SHARED / "data/debian_changelogs/entries.jsonl"
+PACKAGES = ("brotli", "gdbm", "tzdata")
 
 
-def tzdb_slice() -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (SHARED / "data/tzdb_news/releases.jsonl").open(encoding="utf-8")]
-    return [{**r, "series_id": "tzdb"} for r in rows if r["published_at"][:4] in ("2018", "2019", "2020")]
+def raw_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def debian_slice() -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (SHARED / "data/debian_changelogs/entries.jsonl").open(encoding="utf-8")]
-    return [{**r, "series_id": r["package"]} for r in rows if r["package"] in PACKAGES]
+def debian_lines() -> list[str]:
+    """The shipped lines of :data:`PACKAGES`, unmodified."""
+    return [line for line in DEBIAN.open(encoding="utf-8") if json.loads(line)["package"] in PACKAGES]
 
 
-def latest_before(rows: list[dict[str, Any]], t: datetime) -> str:
-    """Independent answer: the entry with the latest publication at or before ``t``."""
-    from diachron.schemas.time import parse_instant
+def current_on(rows: list[dict[str, Any]], day: str) -> str:
+    """Independent answer: the record published latest before the end of ``day`` (UTC)."""
+    end = datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1)
+    dated = [r for r in rows if r["published_at"] and datetime.fromisoformat(r["published_at"]) < end]
+    return max(dated, key=lambda r: datetime.fromisoformat(r["published_at"]))["doc_id"]
 
-    return max((r for r in rows if parse_instant(r["published_at"]) <= t),
-               key=lambda r: parse_instant(r["published_at"]))["doc_id"]
+
+def test_tzdb_as_shipped_plans_one_inferred_series() -> None:
+    from diachron.ingest.sources import load_source
+    from diachron.schemas.lineage import SERIES_INFERRED_KEY
+
+    rows = raw_rows(TZDB)
+    plan = plan_versions(list(load_source(str(TZDB))), [])
+    assert plan.issues == [] and plan.unchanged == [] and len(plan.todo) == len(rows) == 314
+    assert {p.series_id for p in plan.todo} == {"tzdb-release"}
+    assert all(p.source.metadata[SERIES_INFERRED_KEY] for p in plan.todo)
+    by_version = {r["version"]: r["doc_id"] for r in rows}
+    assert {p.doc_id: p.supersedes for p in plan.todo} == {r["doc_id"]: by_version.get(r["supersedes"]) for r in rows}
+
+
+def test_debian_as_shipped_links_each_entry_to_the_next_older_one() -> None:
+    from diachron.ingest.sources import load_source
+    from diachron.ingest.versioning import LineageConfig
+
+    rows = raw_rows(DEBIAN)
+    docs = list(load_source(str(DEBIAN)))
+    plan = plan_versions(docs, [])
+    assert plan.issues == []
+    planned = {p.doc_id: p for p in plan.todo}
+    assert len(planned) + len(plan.unchanged) == len(rows) == 9851
+    entry = {(r["package"], r["entry_index"]): r for r in rows}
+    texts = [r["text"] for r in rows]
+    for r in rows:
+        if r["doc_id"] in plan.unchanged:  # a second entry with the very text of an earlier one: skipped
+            assert texts.count(r["text"]) == 2
+            continue
+        p = planned[r["doc_id"]]
+        assert p.series_id == f"debian-changelog/{r['package']}"
+        older = entry.get((r["package"], r["entry_index"] + 1))  # the changelog's next older entry
+        if older is not None and older["doc_id"] in plan.unchanged:
+            older = entry[(r["package"], r["entry_index"] + 2)]
+        assert p.supersedes == (older["doc_id"] if older else None), r["doc_id"]
+    mapped = plan_versions(docs, [], LineageConfig(series_field="package"))
+    assert {p.doc_id: p.series_id for p in mapped.todo} == {r["doc_id"]: r["package"] for r in rows
+                                                              if r["doc_id"] in planned}
+    assert {p.doc_id: p.supersedes for p in mapped.todo} == {d: p.supersedes for d, p in planned.items()}
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from accounting import assert_accounted
+
     from diachron.retrieval.client import Client
 
     tmp = tmp_path_factory.mktemp("real")
     db = str(tmp / "db")
-    summary = ingest(db, [write_jsonl(tmp / "tz.jsonl", tzdb_slice()), write_jsonl(tmp / "deb.jsonl", debian_slice())],
-                     BASE_CLOCK)
-    assert summary.documents_written == len(tzdb_slice()) + len(debian_slice())
+    tz = tmp / "releases.jsonl"
+    shutil.copyfile(TZDB, tz)
+    deb = tmp / "entries.jsonl"
+    deb.write_text("".join(debian_lines()), encoding="utf-8")
+    summary = ingest(db, [str(tz), str(deb)], BASE_CLOCK)
+    tables = assert_accounted(db, summary, records_in=len(raw_rows(TZDB)) + len(debian_lines()))
+    assert [q for q in tables["quarantine"] if q["stage"] == "lineage"] == []
     return Client(db)
 
 
-@pytest.mark.integration
-def test_tzdb_release_current_on_2019_06_01(real: Any) -> None:
-    result = real.search("Which tz database release was current on 2019-06-01?", k=10, now=NOW)
-    assert latest_before(tzdb_slice(), d("2019-06-01")) == "tzdb-release/2019a"
-    assert series_docs(result, "tzdb") == ["tzdb-release/2019a"]
-    (card,) = [e for e in result.evidence if e.series_id == "tzdb"][:1]
-    assert card.superseded_by == "tzdb-release/2019b"
-    from diachron.schemas.time import parse_instant
-
-    (nxt,) = [r for r in tzdb_slice() if r["doc_id"] == "tzdb-release/2019b"]
-    assert card.valid_until == parse_instant(nxt["published_at"])
+def tz_cards(result: Any) -> list[Any]:
+    return [e for e in result.evidence if e.doc_id.startswith("tzdb-release/")]
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("package", "day"), [("brotli", "2020-05-01"), ("gdbm", "2021-08-01")])
+@pytest.mark.parametrize(("question", "day"), [
+    ("Which tz database release was current on 2019-06-01?", "2019-06-01"),
+    ("Which tz database release was in effect on 15 November 2022?", "2022-11-15"),
+    ("What was the latest tz database release as of 1 June 2015?", "2015-06-01"),
+])
+def test_tzdb_release_current_on(real: Any, question: str, day: str) -> None:
+    rows = raw_rows(TZDB)
+    expected = current_on(rows, day)
+    assert expected in {"tzdb-release/2019a", "tzdb-release/2022f", "tzdb-release/2015d"}  # the issue's answers
+    result = real.search(question, k=10, now=NOW)
+    assert result.intent.relation.value == "current"
+    cards = tz_cards(result)
+    assert {e.doc_id for e in cards} == {expected}
+    (series,) = {e.series_id for e in cards}
+    successor = next(r for r in rows if r.get("supersedes") and f"tzdb-release/{r['supersedes']}" == expected)
+    assert cards[0].superseded_by == successor["doc_id"]
+    assert cards[0].valid_until == datetime.fromisoformat(successor["published_at"]).astimezone(UTC)
+    assert real.search(question, k=10, now=NOW).to_dict()["evidence"]  # the JSON form carries them too
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("package", "day"), [("brotli", "2020-05-01"), ("gdbm", "2021-08-01"),
+                                              ("tzdata", "2022-11-15")])
 def test_debian_version_current_on(real: Any, package: str, day: str) -> None:
-    rows = [r for r in debian_slice() if r["package"] == package]
-    expected = latest_before(rows, d(day))
+    rows = [r for r in raw_rows(DEBIAN) if r["package"] == package]
+    expected = current_on(rows, day)
     result = real.search(f"Which {package} package version was current on {day}?", k=10, now=NOW)
-    assert series_docs(result, package) == [expected]
+    found = {e.doc_id for e in result.evidence if e.doc_id.startswith(f"debian-changelog/{package}/")}
+    assert found == {expected}
 
 
 # --- the answer step -------------------------------------------------------------------------------------
