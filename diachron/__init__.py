@@ -25,6 +25,8 @@ __version__ = "0.2.0"
 #: public name -> module that defines it (imported on first access, PEP 562)
 _EXPORTS = {
     "Client": "diachron.retrieval.client",
+    "annotate_text": "diachron.ingest.annotation.text",
+    "parse_question": "diachron.retrieval.intent",
 }
 
 __all__ = sorted(_EXPORTS)

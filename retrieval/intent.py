@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, TimeMention, extract_mentions
+from diachron.retrieval.errors import RetrievalError
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
 
-__all__ = ["IntentConfig", "parse_intent"]
+__all__ = ["MAX_QUESTION_CHARS", "IntentConfig", "QuestionTooLongError", "parse_intent", "parse_question"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,12 @@ class _Reading:
     assumptions: list[str] = field(default_factory=list)
 
 
+#: longest question read (characters); parsing is linear in the length, the cap keeps the filter small
 MAX_QUESTION_CHARS = 4000
+
+
+class QuestionTooLongError(RetrievalError, ValueError):
+    """The question is longer than :data:`MAX_QUESTION_CHARS` characters: shorten it."""
 
 
 def parse_intent(question: str, *, now: datetime, config: IntentConfig | None = None) -> TemporalIntent:
@@ -82,10 +88,11 @@ def parse_intent(question: str, *, now: datetime, config: IntentConfig | None = 
         has no time.
 
     Raises:
-        ValueError: the question is longer than :data:`MAX_QUESTION_CHARS` characters.
+        QuestionTooLongError: (a ``ValueError``) the question is longer than :data:`MAX_QUESTION_CHARS`.
     """
     if len(question) > MAX_QUESTION_CHARS:
-        raise ValueError(f"question of {len(question)} characters: at most {MAX_QUESTION_CHARS} are read")
+        raise QuestionTooLongError(f"the question has {len(question):,} characters: at most {MAX_QUESTION_CHARS:,} "
+                                   "are read; shorten it")
     config = config or IntentConfig()
     now = to_utc(now)
     tagger = TaggerConfig(timezone=config.timezone, fiscal=config.fiscal)
@@ -217,3 +224,43 @@ def _core_query(question: str, removals: list[tuple[int, int]]) -> str:
     text = re.sub(r"\s+([?.!,;:])", r"\1", text)
     text = re.sub(r"([,;:])(?=[,;:?.!])", "", text)
     return re.sub(r"^[\s,;:.\-–]+", "", text).strip()
+
+
+def parse_question(question: str, *, now: datetime, timezone: str = "UTC",
+                   fiscal_calendar: FiscalCalendar | str | None = None) -> TemporalIntent:
+    """The public question parser: ``question`` -> its core query, time interval(s) and relation.
+
+    Example::
+
+        >>> from datetime import datetime, UTC
+        >>> from diachron import parse_question
+        >>> intent = parse_question("What changed between mid-2007 and mid-2008?", now=datetime(2026, 4, 17, tzinfo=UTC))
+        >>> intent.relation.value, [str(i) for i in intent.intervals], intent.core_query
+        ('between', ['[2007-05-01T00:00:00Z, 2008-09-01T00:00:00Z)'], 'What changed?')
+
+    Args:
+        question: at most :data:`MAX_QUESTION_CHARS` characters.
+        now: the clock the question is read against (aware; naive means UTC).
+        timezone: IANA zone of the asker's calendar: "yesterday", "3pm", "March" are local days and
+            hours there (results are UTC); a zone written in the question ("4pm CET") wins.
+        fiscal_calendar: a :class:`~diachron.temporal.tagger.FiscalCalendar`, or its words / short
+            form (``"2:end"``: FY2023 = February 2022 to January 2023); ``None`` = the calendar year.
+
+    Returns:
+        A :class:`~diachron.schemas.intent.TemporalIntent`: intervals half-open UTC ``[start, end)``
+        (``None`` = open side), relation ``at``/``between``/``before``/``after``/``current``/``unknown``,
+        the assumptions made (clock, zone, tense policy).
+
+    Raises:
+        ValueError: an unknown time zone or an unreadable fiscal calendar (one line);
+            :class:`QuestionTooLongError` (a ``ValueError``) beyond :data:`MAX_QUESTION_CHARS`.
+    """
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {timezone!r}: use an IANA name such as 'Europe/Paris'") from exc
+    fiscal = FiscalCalendar.parse(fiscal_calendar) if isinstance(fiscal_calendar, str) else \
+        fiscal_calendar or FiscalCalendar()
+    return parse_intent(question, now=now, config=IntentConfig(timezone=timezone, fiscal=fiscal))
