@@ -1,4 +1,4 @@
-"""The ``diachron`` command line: ingest, annotate, ask, serve, demo.
+"""The ``diachron`` command line: ingest, annotate, ask, intent, serve, demo.
 
 Configuration is resolved here, once (flags, then environment such as ``RAY_ADDRESS``), and passed
 down explicitly. ``--json`` output carries ``schema_version`` and is a public interface (README).
@@ -93,17 +93,27 @@ def _instant(value: str | None, flag: str) -> datetime | None:
 
 
 def _ingest(sources: list[str], db: str, *, all_sotu: bool, annotator: str, model: str | None,
-            fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None) -> Any:
+            fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None,
+            series_field: str | None = None, version_field: str | None = None, max_text_chars: int | None = None,
+            split_large: bool = False) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     _check_sources(sources)
+    from diachron.ingest.preflight import check_location
+
+    check_location(db)  # a file or read-only --db: refused before Ray starts (the rest at run_ingest's start)
     from diachron.ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.sources import SourceLimits
     from diachron.ingest.stages import StageConfig
+    from diachron.ingest.versioning import LineageConfig
 
     stages = StageConfig(max_tokens=max_tokens, annotator=annotator, timezone=timezone,
                          fiscal_calendar=fiscal_calendar, annotator_options={"model": model} if model else {})
+    limits = SourceLimits(**({"max_text_chars": max_text_chars} if max_text_chars else {}),
+                          oversize="split" if split_large else "quarantine")
     config = IngestConfig(db_uri=db, stages=stages, sotu_years=None if all_sotu else (1920, 1940),
-                          ray_address=ray_address or os.environ.get("RAY_ADDRESS") or None)
+                          ray_address=ray_address or os.environ.get("RAY_ADDRESS") or None, limits=limits,
+                          lineage=LineageConfig(series_field=series_field, version_field=version_field))
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                   TimeElapsedColumn(), console=console, transient=False) as bar:
         task = bar.add_task(f"ingest {' '.join(sources)}", total=None, info="reading sources")
@@ -136,12 +146,23 @@ def ingest(
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
     max_tokens: Annotated[int | None, typer.Option(help="Chunk size in tokens (default: embedder maximum).")] = None,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: $RAY_ADDRESS or local).")] = None,
+    series_field: Annotated[str | None, typer.Option(help="Record field naming each document's series (e.g. 'package'); default: series_id, else inferred from supersedes chains.")] = None,
+    version_field: Annotated[str | None, typer.Option(help="Record field holding the version string (default: version).")] = None,
+    max_text_chars: Annotated[int | None, typer.Option(help="Longest text kept as one document (default 2,000,000 characters); longer ones are quarantined, or split with --split-large.")] = None,
+    split_large: Annotated[bool, typer.Option("--split-large", help="Ingest a text over --max-text-chars in parts (<doc_id>#part-k) instead of quarantining it.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
 ) -> None:
     """Ingest documents into a bitemporal LanceDB index (chunk, annotate, embed, validate, write)."""
-    summary = _ingest(sources, db, all_sotu=all_sotu, annotator=annotator, model=model,
-                      fiscal_calendar=fiscal_calendar, timezone=timezone, max_tokens=max_tokens,
-                      ray_address=ray_address)
+    from diachron.schemas.errors import TerminalError
+
+    try:
+        summary = _ingest(sources, db, all_sotu=all_sotu, annotator=annotator, model=model,
+                          fiscal_calendar=fiscal_calendar, timezone=timezone, max_tokens=max_tokens,
+                          ray_address=ray_address, series_field=series_field, version_field=version_field,
+                          max_text_chars=max_text_chars, split_large=split_large)
+    except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(1) from None
     if as_json:
         from dataclasses import asdict
 
@@ -311,6 +332,35 @@ def ask(
         out.print_json(json.dumps(result.to_dict()))
     else:
         print_cards(result, question=question, extent=_extent(client) if not result.evidence else None)
+
+
+@app.command()
+def intent(
+    question: Annotated[str, typer.Argument(help="The question, e.g. 'What changed between mid-2007 and mid-2008?'")],
+    now: Annotated[str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")] = None,
+    timezone: Annotated[str, typer.Option(help="IANA zone of the asker's calendar ('yesterday', '3pm').")] = "UTC",
+    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {schema_version, intent} as JSON.")] = False,
+) -> None:
+    """Read QUESTION's time (core query, intervals, relation, assumptions) without an index."""
+    from diachron.retrieval.intent import parse_question
+
+    try:
+        text = check_question(question)
+        clock = parse_clock(now, "--now") or datetime.now(UTC)
+        parsed = parse_question(text, now=clock, timezone=timezone, fiscal_calendar=fiscal_calendar)
+    except OverflowError:
+        raise _fail(f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999") from None
+    except ValueError as exc:  # QueryInputError, an unknown zone or fiscal calendar, a too long question
+        raise _fail(str(exc)) from None
+    if as_json:
+        out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, "intent": parsed.to_dict()}))
+        return
+    out.print(f"core query: {parsed.core_query}\nrelation: {parsed.relation.value}")
+    for interval in parsed.intervals:
+        out.print(f"interval: {human_interval(interval)}  {interval}")
+    for note in parsed.assumptions:
+        out.print(f"assumption: {note}")
 
 
 @app.command()

@@ -26,7 +26,7 @@ import pyarrow as pa
 from diachron.ingest.errors import DatabaseRefusedError
 from diachron.schemas.records import TABLES, arrow_schema
 
-__all__ = ["check_database"]
+__all__ = ["check_database", "check_location"]
 
 _OURS = set(TABLES)
 
@@ -42,11 +42,21 @@ def check_database(uri: str, *, dim: int, storage_options: dict[str, str] | None
     Raises:
         DatabaseRefusedError: one line naming the problem and the fix (terminal: retrying cannot help).
     """
+    if check_location(uri):
+        _check_tables(uri, dim, storage_options)
+
+
+def check_location(uri: str) -> bool:
+    """The checks that need no LanceDB (a file, or not writable); cheap, safe before Ray starts.
+
+    Returns:
+        ``False`` for a local path that does not exist yet (nothing to compare), else ``True``.
+
+    Raises:
+        DatabaseRefusedError: ``uri`` is, or lies under, a file; or it is not writable.
+    """
     local = _local_path(uri)
-    if local is not None:
-        if not _check_local(uri, local):
-            return  # a new directory: nothing to compare
-    _check_tables(uri, dim, storage_options)
+    return True if local is None else _check_local(uri, local)
 
 
 def _local_path(uri: str) -> Path | None:
