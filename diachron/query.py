@@ -24,11 +24,16 @@ def check_question(question: str | None) -> str:
     """The question stripped; refuses an empty or blank one (it would rank arbitrary chunks).
 
     Raises:
-        QueryInputError: the question is missing or blank.
+        QueryInputError: the question is missing, blank or longer than ``MAX_QUESTION_CHARS`` (4,000).
     """
+    from diachron.retrieval.intent import MAX_QUESTION_CHARS
+
     text = (question or "").strip()
     if not text:
         raise QueryInputError("the question is empty: ask something, e.g. 'How did IBM stock do in March 2011?'")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QueryInputError(f"the question has {len(text):,} characters: at most {MAX_QUESTION_CHARS:,} are read; "
+                              "shorten it")
     return text
 
 
