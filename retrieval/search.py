@@ -5,10 +5,14 @@ table snapshot in memory and gives the exact candidate rows for every filter kin
 interval overlaps a query interval, half-open; valid time; transaction time ``as_of``; none). No SQL
 filter is built for search.
 
-**Scores.** The candidates' vectors are read from LanceDB with ``take`` in pieces of ``piece_rows`` and
-scored exactly (inner product of unit vectors = cosine similarity) as they arrive; the best ``depth``
-are kept. Reads are fastest when rows are stored in time order (a window's candidates then form a few
-contiguous runs).
+**Plan** (:meth:`Searcher.plan`, issue 15). With the time-partitioned index that ``optimize`` builds
+(:mod:`diachron.retrieval.partitioned`), candidates are scored exactly from its time-ordered,
+memory-mapped vectors; without it, vectors are read from LanceDB with ``take`` in pieces of
+``piece_rows``. When the candidates are many (``> EXACT_MAX_ROWS``) and the index's tree covers them
+with at most half the scoring work at an expected recall@10 of at least ``MIN_RECALL`` (measured at
+build time), the approximate path runs: IVF probes inside tree nodes whose rows all pass the filter,
+boundary rows exact. Either way every score is an exact cosine (inner product of unit vectors) and every
+hit passes the filter; the plan (path, candidates, rows scored, expected recall) rides on the result.
 
 **Ranking** (:func:`rank`, the only place it is defined): cosine similarity to e_hypo (TA-RAG) plus
 ``temporal_weight`` x the chunk's *temporal focus* (:meth:`IntervalIndex.focus`: the fraction of its
@@ -35,8 +39,10 @@ import numpy as np
 
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import IntervalIndex, bounds
+from diachron.retrieval.partitioned import TimePartitionedIndex
+from diachron.schemas.time_index import index_dir
 
-__all__ = ["COLUMNS", "Hit", "Searcher", "rank"]
+__all__ = ["COLUMNS", "Hit", "Hits", "Plan", "Searcher", "rank"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,8 @@ COLUMNS = ["chunk_id", "doc_id", "series_id", "seq", "text", "published_at", "in
            "valid_from", "valid_until", "recorded_at"]
 PIECE_ROWS = 1024
 EXAMPLE_POOL = 8192
+EXACT_MAX_ROWS = 20_000
+MIN_RECALL = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,27 @@ class Hit:
     row: dict[str, Any]
     score: float
     focus: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Which path scored a query: ``exact`` or ``approximate``; candidates passing the filter, rows whose
+    score was computed, and the expected recall@10 against exact (1.0 for ``exact``)."""
+
+    path: str
+    candidates: int
+    scored_rows: int
+    expected_recall: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "candidates": self.candidates, "scored_rows": self.scored_rows,
+                "expected_recall": round(self.expected_recall, 4)}
+
+
+class Hits(list):  # noqa: FURB189 — a list of Hit that also carries the plan that produced it
+    """``list[Hit]`` plus ``plan`` (:class:`Plan`)."""
+
+    plan: Plan | None = None
 
 
 def rank(similarity: np.ndarray, focus: np.ndarray, temporal_weight: float) -> np.ndarray:
@@ -84,6 +113,7 @@ class Searcher:
         self.piece_rows = piece_rows
         self.index = IntervalIndex.from_dataset(self.dataset)
         self.num_rows = self.index.num_rows
+        self.time_index = _open_time_index(self.dataset)
         self.build_seconds = time.perf_counter() - t0
 
     def is_stale(self) -> bool:
@@ -118,10 +148,45 @@ class Searcher:
         order = np.argsort(-best_scores, kind="stable")
         return best_rows[order], best_scores[order]
 
+    def plan(self, time_filter: TimeFilter, rows: np.ndarray | None = None) -> tuple[Plan, Any]:
+        """Choose the path for ``time_filter`` (candidate ``rows`` if known); returns ``(plan, cover)``."""
+        rows = self.candidates(time_filter) if rows is None else rows
+        exact = Plan("exact", len(rows), len(rows))
+        ti = self.time_index
+        if ti is None or len(rows) <= EXACT_MAX_ROWS:
+            return exact, None
+        indexed = rows[rows < ti.num_rows]
+        cover = ti.cover(np.sort(ti.position[indexed]), time_filter)
+        work = cover.scored_rows + len(rows) - len(indexed)
+        if work <= 0.5 * len(rows) and cover.expected_recall >= MIN_RECALL:
+            return Plan("approximate", len(rows), work, cover.expected_recall), cover
+        return exact, None
+
     def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
                       ) -> tuple[np.ndarray, np.ndarray]:
-        """``(offsets, cosine)`` of the ``k`` most similar candidates, best first."""
-        return self.exact_top(self.candidates(time_filter), vector, k)
+        """``(offsets, cosine)`` of the ``k`` most similar candidates, best first (by the planned path)."""
+        offsets, scores, _ = self.top_k_planned(vector, time_filter, k=k)
+        return offsets, scores
+
+    def top_k_planned(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
+                      ) -> tuple[np.ndarray, np.ndarray, Plan]:
+        """``(offsets, cosine, plan)``: the ``k`` best candidates by the path :meth:`plan` chooses."""
+        rows = self.candidates(time_filter)
+        plan, cover = self.plan(time_filter, rows)
+        query = np.asarray(vector, dtype=np.float32)
+        ti = self.time_index
+        if ti is None:
+            return (*self.exact_top(rows, query, k), plan)
+        tail = rows[rows >= ti.num_rows]
+        if cover is not None:
+            pos, scores = ti.approximate(cover, query, k)
+        else:
+            pos, scores = ti.exact(np.sort(ti.position[rows[rows < ti.num_rows]]), query, k)
+        tail_rows, tail_scores = self.exact_top(tail, query, k)
+        offsets = np.concatenate([ti.order[pos], tail_rows])
+        scores = np.concatenate([scores, tail_scores])
+        order = np.argsort(-scores, kind="stable")[:k]
+        return offsets[order], scores[order], plan
 
     def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
                temporal_weight: float | None = None) -> list[Hit]:
@@ -134,19 +199,22 @@ class Searcher:
             temporal_weight: weight of temporal focus (default: the searcher's).
 
         Returns:
-            :class:`Hit` rows with the ``COLUMNS``; ``score`` = cosine, ``focus`` in [0, 1].
+            :class:`Hits` (a list of :class:`Hit` with the ``COLUMNS``; ``score`` = cosine, ``focus`` in
+            [0, 1]) whose ``plan`` says which path ran and its expected recall.
         """
         weight = self.temporal_weight if temporal_weight is None else temporal_weight
         rerank = bool(time_filter.event) and bool(weight)
-        offsets, scores = self.top_k_offsets(vector, time_filter, k=max(3 * k, 50) if rerank else k)
+        offsets, scores, plan = self.top_k_planned(vector, time_filter, k=max(3 * k, 50) if rerank else k)
         focus = self.index.focus(offsets, time_filter)
         if rerank:
             order = np.argsort(-rank(scores, focus, weight), kind="stable")[:k]
             offsets, scores, focus = offsets[order], scores[order], focus[order]
-        if not len(offsets):
-            return []
-        rows = self.dataset.take(offsets, columns=COLUMNS).to_pylist()
-        return [Hit(row, float(s), float(f)) for row, s, f in zip(rows, scores, focus, strict=True)]
+        hits = Hits()
+        hits.plan = plan
+        if len(offsets):
+            rows = self.dataset.take(offsets, columns=COLUMNS).to_pylist()
+            hits.extend(Hit(row, float(s), float(f)) for row, s, f in zip(rows, scores, focus, strict=True))
+        return hits
 
     def outside_examples(self, vector: np.ndarray, time_filter: TimeFilter, *, n: int = 3) -> list[dict[str, Any]]:
         """The most similar chunks the time filter rejected, with the reason (for the trace).
@@ -181,3 +249,9 @@ class Searcher:
                                          for q in time_filter.valid):
             return "version not valid in the window"
         return "recorded after as_of"
+
+
+def _open_time_index(dataset: Any) -> TimePartitionedIndex | None:
+    """The time index beside a local table (``<db>/chunks.time_index``), if one was built for its rows."""
+    directory = index_dir(str(dataset.uri))
+    return TimePartitionedIndex.open(directory, dataset) if directory is not None and directory.is_dir() else None

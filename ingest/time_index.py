@@ -1,0 +1,272 @@
+"""Build the time-partitioned vector index of a ``chunks`` table at ``optimize`` (issue 15).
+
+Rows are put in time order (by the start of their earliest event interval; unknown time last) and cut
+into segments of ``segment_rows``; segments, pairs of segments, … form a tree (:func:`~diachron.schemas.
+time_index.tree_nodes`), so any window's in-time rows are covered by O(log n) nodes plus a few boundary
+rows (the window search tree of Engels et al., ICML 2024). Each node of at least ``ann_min_rows`` rows gets
+its own IVF partition (spherical k-means over the node's rows, ⌈√rows⌉ lists); its ``nprobe`` is the
+smallest that reached ``target_recall`` recall@10 against exact search on sample queries at build time,
+and that measured recall is written down for the reader's planner. Vectors are stored once, in time
+order; the lists hold time positions, so every score the reader computes is exact.
+
+Incremental: when rows were only appended since the last build, old rows keep their positions, new rows
+are sorted and appended as new segments, and only the nodes that contain a new position are rebuilt
+(a level's ANN partitions are reused where their rows did not change).
+File layout: :mod:`diachron.schemas.time_index`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from diachron.schemas import time_index as fmt
+
+__all__ = ["SEGMENT_ROWS", "ANN_MIN_ROWS", "build_time_index"]
+
+log = logging.getLogger(__name__)
+
+SEGMENT_ROWS = 4096
+ANN_MIN_ROWS = 32_768
+OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
+_TIME_COLUMNS = ["chunk_id", "intervals", "time_status", "valid_from", "valid_until", "recorded_at"]
+
+
+def _micros(column: pa.ChunkedArray | pa.Array, open_value: int) -> np.ndarray:
+    return pc.fill_null(pc.cast(column, pa.int64()), open_value).to_numpy().astype(np.int64, copy=False)
+
+
+def _row_times(data: pa.Table) -> dict[str, np.ndarray]:
+    """Per row: the earliest interval's ``[first_start, first_end)``, ``known``, valid and recorded time."""
+    intervals = data.column("intervals").combine_chunks()
+    counts = pc.list_value_length(intervals).fill_null(0).to_numpy().astype(np.int64)
+    flat = pc.list_flatten(intervals)
+    starts, ends = _micros(flat.field("start"), OPEN_PAST), _micros(flat.field("end"), OPEN_FUTURE)
+    row = np.repeat(np.arange(len(counts)), counts)
+    earliest = np.lexsort((ends, starts, row))  # by row, then start: the first of each row is its earliest
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    known = counts > 0
+    first_start = np.full(len(counts), OPEN_FUTURE, dtype=np.int64)
+    first_end = np.full(len(counts), OPEN_PAST, dtype=np.int64)
+    first_start[known] = starts[earliest[first[known]]]
+    first_end[known] = ends[earliest[first[known]]]
+    return {"first_start": first_start, "first_end": first_end, "known": known,
+            "valid_from": _micros(data.column("valid_from"), OPEN_PAST),
+            "valid_until": _micros(data.column("valid_until"), OPEN_FUTURE),
+            "recorded": _micros(data.column("recorded_at"), OPEN_FUTURE)}
+
+
+def _node_stats(times: dict[str, np.ndarray], order: np.ndarray, lo: np.ndarray) -> dict[str, np.ndarray]:
+    """:data:`~diachron.schemas.time_index.NODE_STATS` of each node (nodes of one level start at ``lo``)."""
+    t = {k: v[order] for k, v in times.items()}
+    return {"max_first_start": np.maximum.reduceat(t["first_start"], lo),
+            "min_first_end": np.minimum.reduceat(t["first_end"], lo),
+            "all_known": np.minimum.reduceat(t["known"].astype(np.int8), lo),
+            "max_recorded": np.maximum.reduceat(t["recorded"], lo),
+            "max_valid_from": np.maximum.reduceat(t["valid_from"], lo),
+            "min_valid_until": np.minimum.reduceat(t["valid_until"], lo)}
+
+
+def _kmeans(x: np.ndarray, nlist: int, rng: np.random.Generator, iterations: int = 8) -> np.ndarray:
+    """Spherical k-means centroids float32 ``(nlist, dim)`` of unit rows ``x`` (sampled, few iterations)."""
+    sample = np.asarray(x[np.sort(rng.choice(len(x), min(len(x), 32 * nlist), replace=False))])
+    centroids = sample[rng.choice(len(sample), nlist, replace=False)].copy()
+    for _ in range(iterations):
+        assign = np.argmax(sample @ centroids.T, axis=1)
+        onehot = np.zeros((nlist, len(sample)), dtype=np.float32)
+        onehot[assign, np.arange(len(sample))] = 1.0
+        sums = onehot @ sample  # per-list sums by BLAS
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        empty = norms[:, 0] == 0
+        centroids = sums / np.maximum(norms, 1e-12)
+        centroids[empty] = sample[rng.choice(len(sample), int(empty.sum()))]  # re-seed empty lists
+    return centroids.astype(np.float32)
+
+
+def _assign(x: np.ndarray, centroids: np.ndarray, piece: int = 65_536) -> np.ndarray:
+    return np.concatenate([np.argmax(x[i:i + piece] @ centroids.T, axis=1) for i in range(0, len(x), piece)])
+
+
+def _ivf(vectors: np.ndarray, lo: int, hi: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """IVF partition of time positions ``[lo, hi)``: ``(centroids, list sizes, members grouped by list)``."""
+    x = np.asarray(vectors[lo:hi])
+    nlist = int(np.clip(np.ceil(np.sqrt(hi - lo)), 16, 4096))
+    centroids = _kmeans(x, nlist, rng)
+    assign = _assign(x, centroids)
+    members = (np.argsort(assign, kind="stable") + lo).astype(np.int32)
+    return centroids, np.bincount(assign, minlength=nlist), members
+
+
+def _calibrate(vectors: np.ndarray, node: tuple[int, int], ivf: tuple[np.ndarray, np.ndarray, np.ndarray],
+               rng: np.random.Generator, target: float, k: int = 10, n_queries: int = 16) -> tuple[int, float]:
+    """Smallest ``nprobe`` whose mean recall@10 (exact search within the node as truth) reaches ``target``.
+
+    Queries look like the data (a question's e_hypo is near the chunks it should find): a random row of
+    the node plus Gaussian noise of the same norm, re-normalised. Returns ``(nprobe, measured recall)``;
+    ``nprobe == nlist`` (an exact scan) when no smaller one reached the target.
+    """
+    lo, hi = node
+    centroids, sizes, members = ivf
+    x = np.asarray(vectors[lo:hi])
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    noise = rng.standard_normal((n_queries, x.shape[1])).astype(np.float32)
+    qs = x[rng.choice(len(x), n_queries)] + noise / np.linalg.norm(noise, axis=1, keepdims=True)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    truth = np.argpartition(-(qs @ x.T), k, axis=1)[:, :k] + lo
+    ranked = np.argsort(-(qs @ centroids.T), axis=1)
+    nlist = len(centroids)
+    for nprobe in [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if p < nlist // 2]:
+        recalls = []
+        for q, lists, true in zip(qs, ranked[:, :nprobe], truth, strict=True):
+            pos = np.concatenate([members[starts[j]:starts[j + 1]] for j in lists])
+            got = pos[np.argpartition(-(np.asarray(vectors[pos]) @ q), min(k, len(pos) - 1))[:k]]
+            recalls.append(len(set(true.tolist()) & set(got.tolist())) / k)
+        if np.mean(recalls) >= target:
+            return nprobe, float(np.mean(recalls))
+    return nlist, 1.0
+
+
+def _read_manifest(directory: Path) -> dict[str, Any] | None:
+    try:
+        manifest = json.loads((directory / fmt.MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if manifest.get("format") == fmt.FORMAT else None
+
+
+def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int = SEGMENT_ROWS,
+                     ann_min_rows: int = ANN_MIN_ROWS, target_recall: float = 0.98, seed: int = 0) -> dict[str, Any]:
+    """Write (or extend) the time index of a Lance ``chunks`` dataset into ``directory``; returns the manifest.
+
+    Args:
+        dataset: a Lance dataset (one version) with the ``chunks`` schema; vectors unit norm.
+        directory: the index directory (``<db>/chunks.time_index``); replaced atomically.
+        segment_rows: rows per level-0 segment.
+        ann_min_rows: nodes with fewer rows get no IVF partition (the reader scans them exactly).
+        target_recall: recall@10 each node's ``nprobe`` must reach on the build's sample queries.
+        seed: seed of sampling and k-means (same data + seed → same index).
+    """
+    t0 = time.perf_counter()
+    directory = Path(directory)
+    rng = np.random.default_rng(seed)
+    data = dataset.to_table(columns=_TIME_COLUMNS, batch_size=8192)
+    n = data.num_rows
+    if n == 0:
+        shutil.rmtree(directory, ignore_errors=True)
+        return {"format": fmt.FORMAT, "num_rows": 0}
+    times = _row_times(data)
+    previous = _read_manifest(directory)
+    reuse = _reusable(previous, directory, data, n)
+    n_old = reuse["num_rows"] if reuse else 0
+    new_order = np.lexsort((times["first_start"][n_old:], ~times["known"][n_old:])) + n_old
+    order = np.concatenate([reuse["order"], new_order]).astype(np.int32) if reuse else new_order.astype(np.int32)
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    dim = dataset.schema.field("vector").type.list_size
+    vectors = np.lib.format.open_memmap(tmp / fmt.VECTORS_FILE, mode="w+", dtype=np.float32, shape=(n, dim))
+    if reuse:
+        vectors[:n_old] = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")[:n_old]
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    offset = n_old
+    for batch in dataset.to_batches(columns=["vector"], batch_size=65_536, offset=n_old) if n > n_old else []:
+        block = batch.column(0)
+        vectors[position[offset:offset + len(block)]] = block.values.to_numpy().reshape(len(block), dim)
+        offset += len(block)
+    np.save(tmp / fmt.ORDER_FILE, order)
+    tree_rows = n if reuse else int(times["known"].sum())  # a full build leaves unknown-time rows out of the tree
+    level, lo, hi = fmt.tree_nodes(tree_rows, segment_rows)
+    in_tree = order[:max(tree_rows, 1)]
+    stats = {name: np.concatenate([_node_stats(times, in_tree, lo[level == lv])[name] for lv in np.unique(level)])
+             for name in fmt.NODE_STATS}
+    np.savez(tmp / fmt.NODES_FILE, level=level, lo=lo, hi=hi, **stats)
+    kept = min(n_old // segment_rows * segment_rows, n_old)  # positions whose segment did not change
+    ann, levels = _build_ann(vectors, level, lo, hi, ann_min_rows, kept, reuse, rng, target_recall)
+    np.savez(tmp / fmt.ANN_FILE, **ann)
+    vectors.flush()
+    probes = np.linspace(0, n - 1, min(n, 16)).astype(np.int64) if n else np.empty(0, dtype=np.int64)
+    manifest = {"format": fmt.FORMAT, "table_version": int(dataset.version), "num_rows": n, "dim": dim,
+                "segment_rows": segment_rows, "ann_min_rows": ann_min_rows, "tree_rows": tree_rows, "target_recall": target_recall,
+                "levels": levels, "probe_ids": {str(int(i)): data.column("chunk_id")[int(i)].as_py() for i in probes},
+                "incremental_from_rows": n_old, "build_seconds": round(time.perf_counter() - t0, 3)}
+    (tmp / fmt.MANIFEST).write_text(json.dumps(manifest, indent=1))
+    old = directory.with_name(directory.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if directory.exists():
+        directory.rename(old)
+    tmp.rename(directory)
+    shutil.rmtree(old, ignore_errors=True)
+    log.info("time index: %d rows (%d reused), %d nodes, %.1f s", n, n_old, len(level), manifest["build_seconds"])
+    return manifest
+
+
+def _reusable(previous: dict[str, Any] | None, directory: Path, data: pa.Table, n: int) -> dict[str, Any] | None:
+    """The previous build's order and ANN when the table only grew since (its probe rows are unchanged)."""
+    if previous is None or not 0 < previous["num_rows"] <= n or n > 1.5 * previous["num_rows"]:
+        return None  # nothing to extend, rows removed, or grown by half: rebuild (a compaction of the tree)
+    ids = data.column("chunk_id")
+    if any(ids[int(i)].as_py() != cid for i, cid in previous["probe_ids"].items()):
+        return None
+    try:
+        with np.load(directory / fmt.ANN_FILE) as ann, np.load(directory / fmt.NODES_FILE) as nodes:
+            old_ann = {k: ann[k] for k in ann.files}
+            old_nodes = {k: nodes[k] for k in ("level", "lo", "hi")}
+        order = np.load(directory / fmt.ORDER_FILE)
+    except (OSError, ValueError, KeyError):
+        return None
+    return {"num_rows": previous["num_rows"], "order": order, "ann": old_ann, "nodes": old_nodes,
+            "levels": previous["levels"], "segment_rows": previous["segment_rows"]}
+
+
+def _old_ivf(reuse: dict[str, Any] | None, lv: int, lo: int, hi: int) -> tuple[np.ndarray, ...] | None:
+    """The previous build's IVF of node ``(lv, lo, hi)`` when that node existed with the same rows."""
+    if reuse is None:
+        return None
+    nodes, ann = reuse["nodes"], reuse["ann"]
+    match = np.flatnonzero((nodes["level"] == lv) & (nodes["lo"] == lo) & (nodes["hi"] == hi))
+    if not len(match) or ann["node_lists"][match[0]] == ann["node_lists"][match[0] + 1]:
+        return None
+    a, b = ann["node_lists"][match[0]], ann["node_lists"][match[0] + 1]
+    sizes = np.diff(ann["list_start"][a:b + 1])
+    return ann["centroids"][a:b], sizes, ann["members"][ann["list_start"][a]:ann["list_start"][b]]
+
+
+def _build_ann(vectors: np.ndarray, level: np.ndarray, lo: np.ndarray, hi: np.ndarray, ann_min_rows: int, kept: int,
+               reuse: dict[str, Any] | None, rng: np.random.Generator, target: float
+               ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """IVF partitions of every node with ≥ ``ann_min_rows`` rows, and per level the calibrated ``nprobe``."""
+    centroids, sizes, members, node_lists = [], [], [], [0]
+    levels: dict[str, dict[str, Any]] = {}
+    for i in range(len(level)):
+        lv, a, b = int(level[i]), int(lo[i]), int(hi[i])
+        ivf = None
+        if b - a >= ann_min_rows and levels.get(str(lv), {}).get("ivf", True):
+            ivf = (_old_ivf(reuse, lv, a, b) if b <= kept else None) or _ivf(vectors, a, b, rng)
+            if str(lv) not in levels:  # calibrated on the level's first node
+                old = (reuse or {}).get("levels", {}).get(str(lv))
+                nprobe, recall = (old["nprobe"], old["recall_at_10"]) if old and b <= kept else \
+                    _calibrate(vectors, (a, b), ivf, rng, target)
+                levels[str(lv)] = {"nprobe": int(nprobe), "nlist": len(ivf[0]), "recall_at_10": recall,
+                                   "ivf": int(nprobe) < len(ivf[0])}  # no gain at nprobe == nlist: scan instead
+            if not levels[str(lv)]["ivf"]:
+                ivf = None
+        if ivf is not None:
+            centroids.append(ivf[0])
+            sizes.append(ivf[1])
+            members.append(ivf[2])
+        node_lists.append(node_lists[-1] + (len(ivf[0]) if ivf is not None else 0))
+    dim = vectors.shape[1]
+    all_sizes = np.concatenate(sizes) if sizes else np.empty(0, dtype=np.int64)
+    return {"centroids": np.concatenate(centroids) if centroids else np.empty((0, dim), dtype=np.float32),
+            "node_lists": np.array(node_lists, dtype=np.int64),
+            "list_start": np.concatenate([[0], np.cumsum(all_sizes)]).astype(np.int64),
+            "members": np.concatenate(members) if members else np.empty(0, dtype=np.int32)}, levels

@@ -1,0 +1,208 @@
+"""Read side of the time-partitioned vector index: exact and approximate scoring of a window (issue 15).
+
+:class:`TimePartitionedIndex` memory-maps what :mod:`diachron.ingest.time_index` wrote at ``optimize``
+(layout: :mod:`diachron.schemas.time_index`): the vectors in time order, the tree of segments and each
+large node's IVF partition. For a filter it
+
+* scores any set of candidate rows **exactly** from the time-ordered vectors (long contiguous runs as
+  slices, no copy), and
+* **covers** the candidates with tree nodes whose rows all pass the filter (at most two per level), plus
+  boundary rows that are scored exactly; a covering node with an IVF partition is searched by probing its
+  calibrated ``nprobe`` lists (the scores are exact; only rows in unprobed lists can be missed), a small
+  one is scanned. The results are always in-window rows; the expected recall@10 is the lowest recall
+  measured at build time among the levels probed.
+
+Rows written after the build (offsets ``>= num_rows``) are not in the index; the caller scores them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.interval_index import bounds
+from diachron.schemas import time_index as fmt
+
+__all__ = ["Cover", "TimePartitionedIndex"]
+
+log = logging.getLogger(__name__)
+
+RUN_MIN = 256  # runs of at least this many consecutive positions are scored as slices
+
+
+@dataclass(slots=True)
+class Cover:
+    """How the candidates of one filter split over the tree: ``nodes`` (inside, by id) + ``boundary``
+    time positions (sorted int64), with the rows each part costs to score."""
+
+    nodes: list[int] = field(default_factory=list)
+    boundary: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    scored_rows: int = 0
+    expected_recall: float = 1.0
+
+
+class TimePartitionedIndex:
+    """One build of the time index, opened read-only (see module docstring).
+
+    Use :meth:`open`, which returns ``None`` when there is no index or it belongs to other rows.
+    """
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.num_rows = int(manifest["num_rows"])
+        self.order = np.load(directory / fmt.ORDER_FILE).astype(np.int64)
+        self.position = np.empty(self.num_rows, dtype=np.int64)
+        self.position[self.order] = np.arange(self.num_rows)
+        self.vectors = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")
+        with np.load(directory / fmt.NODES_FILE) as nodes:
+            self.nodes = {k: nodes[k] for k in nodes.files}
+        self.ann = np.load(directory / fmt.ANN_FILE, mmap_mode="r")
+        self.node_lists = np.asarray(self.ann["node_lists"])
+        self.list_start = np.asarray(self.ann["list_start"])
+        self.centroids = self.ann["centroids"]
+        self.members = self.ann["members"]
+        self.levels = {int(k): v for k, v in manifest["levels"].items()}
+        level = self.nodes["level"]
+        self.level_first = {int(lv): int(np.flatnonzero(level == lv)[0]) for lv in np.unique(level)}
+        self.root = len(level) - 1
+
+    @classmethod
+    def open(cls, directory: Path, dataset: Any) -> TimePartitionedIndex | None:
+        """The index in ``directory`` when it was built from rows that still sit at the same offsets."""
+        try:
+            manifest = json.loads((directory / fmt.MANIFEST).read_text())
+        except (OSError, ValueError):
+            return None
+        if manifest.get("format") != fmt.FORMAT or manifest["num_rows"] > dataset.count_rows() \
+                or not manifest["num_rows"]:
+            return None
+        probes = [int(i) for i in manifest["probe_ids"]]
+        ids = dataset.take(probes, columns=["chunk_id"]).column(0).to_pylist()
+        if ids != [manifest["probe_ids"][str(i)] for i in probes]:
+            log.warning("time index at %s belongs to other rows: ignored until the next optimize", directory)
+            return None
+        try:
+            return cls(directory, manifest)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("time index at %s unreadable (%s): ignored", directory, exc)
+            return None
+
+    @property
+    def resident_bytes(self) -> int:
+        """Bytes held in memory (the memory-mapped vectors and lists are page cache, not counted)."""
+        return self.order.nbytes + self.position.nbytes + sum(v.nbytes for v in self.nodes.values()) \
+            + self.node_lists.nbytes + self.list_start.nbytes
+
+    def inside(self, time_filter: TimeFilter) -> np.ndarray:
+        """Bool per node: every row of the node passes ``time_filter`` (from the node statistics)."""
+        s = self.nodes
+        ok = np.ones(len(s["level"]), dtype=bool)
+        if time_filter.event:
+            any_q = np.zeros(len(ok), dtype=bool)
+            for q in time_filter.event:
+                start, end = bounds(q)
+                any_q |= (s["max_first_start"] < end) & (s["min_first_end"] > start)
+            ok &= any_q & (s["all_known"] == 1)
+        if time_filter.valid:
+            any_q = np.zeros(len(ok), dtype=bool)
+            for q in time_filter.valid:
+                start, end = bounds(q)
+                any_q |= (s["max_valid_from"] < end) & (s["min_valid_until"] > start)
+            ok &= any_q
+        if time_filter.as_of is not None:
+            ok &= s["max_recorded"] <= int(time_filter.as_of.timestamp() * 1_000_000)
+        return ok
+
+    def cover(self, positions: np.ndarray, time_filter: TimeFilter) -> Cover:
+        """Split sorted candidate ``positions`` into inside nodes (at most two per level) and boundary rows."""
+        inside = self.inside(time_filter)
+        lo, hi, level = self.nodes["lo"], self.nodes["hi"], self.nodes["level"]
+        cover = Cover()
+        boundary, stack, recall = [], [self.root], 1.0
+        while stack:
+            node = stack.pop()
+            a, b = np.searchsorted(positions, [lo[node], hi[node]])
+            if a == b:
+                continue
+            if inside[node]:
+                cover.nodes.append(node)
+                probes = self._probes(node)
+                if probes is None:
+                    cover.scored_rows += int(hi[node] - lo[node])
+                else:
+                    nlist = len(probes)
+                    cover.scored_rows += nlist + int((hi[node] - lo[node]) * self.levels[int(level[node])]["nprobe"]
+                                                     / max(nlist, 1))
+                    recall = min(recall, float(self.levels[int(level[node])]["recall_at_10"]))
+            elif level[node] == 0:
+                boundary.append(positions[a:b])
+            else:
+                first = self.level_first[int(level[node]) - 1] + 2 * (node - self.level_first[int(level[node])])
+                stack.extend(c for c in (first, first + 1) if c < self.level_first[int(level[node])] and
+                             level[c] == level[node] - 1)
+        cover.boundary = np.sort(np.concatenate(boundary)) if boundary else cover.boundary
+        cover.scored_rows += len(cover.boundary)
+        cover.expected_recall = recall
+        return cover
+
+    def _probes(self, node: int) -> np.ndarray | None:
+        """The node's list ids when it has an IVF partition, else ``None`` (scanned exactly)."""
+        a, b = self.node_lists[node], self.node_lists[node + 1]
+        return None if a == b else np.arange(a, b)
+
+    def exact(self, positions: np.ndarray, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact; runs scored as slices."""
+        if not len(positions):
+            return positions, np.empty(0, dtype=np.float32)
+        breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+        run_lo = np.concatenate([[0], breaks])
+        run_hi = np.concatenate([breaks, [len(positions)]])
+        long = (run_hi - run_lo) >= RUN_MIN
+        parts_pos, parts_score = [], []
+        for a, b in zip(run_lo[long], run_hi[long], strict=True):
+            p0 = int(positions[a])
+            parts_pos.append(positions[a:b])
+            parts_score.append(self.vectors[p0:p0 + (b - a)] @ query)
+        if (~long).any():
+            short = np.concatenate([positions[a:b] for a, b in zip(run_lo[~long], run_hi[~long], strict=True)])
+            parts_pos.append(short)
+            parts_score.append(self.vectors[short] @ query)
+        return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
+
+    def approximate(self, cover: Cover, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine)`` of the best ``depth`` over the cover: IVF probes in large inside nodes,
+        exact scans of small ones and of the boundary rows. Every position returned passes the filter."""
+        parts_pos, parts_score = [], []
+        lo, hi, level = self.nodes["lo"], self.nodes["hi"], self.nodes["level"]
+        for node in cover.nodes:
+            lists = self._probes(node)
+            if lists is None:
+                pos, score = self.exact(np.arange(lo[node], hi[node]), query, depth)
+            else:
+                nprobe = min(int(self.levels[int(level[node])]["nprobe"]), len(lists))
+                scores = np.asarray(self.centroids[lists[0]:lists[-1] + 1]) @ query
+                chosen = lists[np.argpartition(-scores, nprobe - 1)[:nprobe]] if nprobe < len(lists) else lists
+                pos = np.sort(np.concatenate([self.members[self.list_start[j]:self.list_start[j + 1]]
+                                              for j in chosen])).astype(np.int64)
+                pos, score = self.exact(pos, query, depth)
+            parts_pos.append(pos)
+            parts_score.append(score)
+        pos, score = self.exact(cover.boundary, query, depth)
+        parts_pos.append(pos)
+        parts_score.append(score)
+        return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
+
+
+def _top(positions: np.ndarray, scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    if len(scores) > depth:
+        keep = np.argpartition(-scores, depth)[:depth]
+        positions, scores = positions[keep], scores[keep]
+    order = np.argsort(-scores, kind="stable")
+    return positions[order], scores[order].astype(np.float32)

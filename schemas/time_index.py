@@ -1,0 +1,76 @@
+"""The on-disk contract of the time-partitioned vector index (issue 15), shared by its writer and reader.
+
+Written by :mod:`diachron.ingest.time_index` at ``optimize``; read by :mod:`diachron.retrieval.partitioned`.
+A directory beside the table (``<db>/chunks.lance`` → ``<db>/chunks.time_index/``, :func:`index_dir`) holds, for the ``chunks`` rows ``[0, num_rows)`` of one table
+version:
+
+* ``manifest.json`` — :data:`FORMAT`, ``table_version``, ``num_rows``, ``dim``, ``segment_rows``,
+  ``ann_min_rows``, ``levels`` (per ANN level: ``nprobe``, ``nlist``, measured ``recall_at_10``), and
+  ``probe_ids`` (a few ``chunk_id`` values with their offsets, to check the rows still line up);
+* ``order.npy`` — int32 ``(num_rows,)``: time position → row offset (rows by hull start, unknown time last);
+* ``vectors.npy`` — float32 ``(num_rows, dim)`` in time order (memory-mapped by the reader);
+* ``nodes.npz`` — the tree (:func:`tree_nodes`) and per-node statistics (:data:`NODE_STATS`);
+* ``ann.npz`` — per ANN node an IVF partition of its rows: ``centroids`` float32 ``(lists, dim)``,
+  ``node_lists`` int64 ``(nodes + 1,)`` (lists of node ``i`` are ``node_lists[i]:node_lists[i + 1]``),
+  ``list_start`` int64 ``(lists + 1,)`` and ``members`` int32 (time positions grouped by list).
+
+Time values are int64 µs since the epoch (UTC), open sides as ``±2**61``; intervals are half-open.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ANN_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
+           "VECTORS_FILE", "tree_nodes"]
+
+FORMAT = "diachron-time-index/1"
+DIR_SUFFIX = ".time_index"
+MANIFEST = "manifest.json"
+ORDER_FILE = "order.npy"
+VECTORS_FILE = "vectors.npy"
+NODES_FILE = "nodes.npz"
+ANN_FILE = "ann.npz"
+
+#: per-node statistics over the node's rows: a node is *inside* a filter when every row passes it
+NODE_STATS = (
+    "max_first_start",   # max over rows of the start of the row's earliest interval
+    "min_first_end",     # min over rows of the end of that interval
+    "all_known",         # 1 when every row has event time
+    "max_recorded",      # max recorded_at (transaction time)
+    "max_valid_from",    # max valid_from (open past = -2**61)
+    "min_valid_until",   # min valid_until (open future = 2**61)
+)
+
+
+def index_dir(table_uri: str) -> Path | None:
+    """The index directory of a local Lance table (``…/chunks.lance`` → ``…/chunks.time_index``); ``None``
+    for object-store URIs (no time index there yet: searches stay exact)."""
+    if "://" in table_uri and not table_uri.startswith("file://"):
+        return None
+    return Path(table_uri.removeprefix("file://")).with_suffix(DIR_SUFFIX)
+
+
+def tree_nodes(num_rows: int, segment_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tree over time positions: ``(level, lo, hi)`` int64 arrays, one entry per node, level by level.
+
+    Level 0 cuts ``[0, num_rows)`` into segments of ``segment_rows``; a level-``l`` node covers ``2**l``
+    consecutive segments (aligned), the last one possibly short; the top level has one node. Any range of
+    time positions is the union of at most two nodes per level plus a partial segment at each end.
+    """
+    segments = max(1, -(-num_rows // segment_rows))
+    levels, los, his = [], [], []
+    level, width = 0, 1
+    while True:
+        starts = np.arange(0, segments, width, dtype=np.int64)
+        lo = starts * segment_rows
+        hi = np.minimum((starts + width) * segment_rows, num_rows)
+        levels.append(np.full(len(starts), level, dtype=np.int64))
+        los.append(lo)
+        his.append(hi)
+        if len(starts) == 1:
+            break
+        level, width = level + 1, width * 2
+    return np.concatenate(levels), np.concatenate(los), np.concatenate(his)
