@@ -77,7 +77,7 @@ def _kept(m: DucklingMatch, text: str) -> bool:
         return whole and not _NUMERIC_ONLY.fullmatch(body)
     if m.grain in ("second", "minute", "hour") and not _CLOCK_CUE.search(body) and not _BY_END.match(body):
         return False
-    if _BARE.fullmatch(body) and not whole:
+    if _BARE.fullmatch(re.sub(r"^(?:on|in|at|during|for|of|by)\s+", "", body, flags=_I)) and not whole:
         return False
     return True
 

@@ -112,3 +112,104 @@ def test_best_worst_month_questions(row: dict[str, Any]) -> None:
     assert intent.relation is Relation.AT
     assert [(i.start, i.end) for i in intent.intervals] == [(_t(row["window_start"]), _t(row["window_end"]))]
     assert intent.core_query.startswith("in which month did ")
+
+
+# --- issue 12: windows written the way people write them (expected windows worked out by hand) ----------------
+@pytest.mark.parametrize(("question", "relation", "window", "core"), [
+    ("How did AAPL stock trend in late 2008, from September to December?", "between",
+     ("2008-09-01", "2009-01-01"), "How did AAPL stock trend?"),
+    ("How did MSFT stock do between mid-2007 and mid-2008?", "between", ("2007-05-01", "2008-09-01"),
+     "How did MSFT stock do?"),
+    ("How did IBM stock perform from January 2004 until the end of 2005?", "between", ("2004-01-01", "2006-01-01"),
+     "How did IBM stock perform?"),
+    ("How did GE stock trade in the spring of 2012 (March through May)?", "between", ("2012-03-01", "2012-06-01"),
+     "How did GE stock trade?"),
+    ("What did presidents say in the early 1980s?", "at", ("1980-01-01", "1984-01-01"), "What did presidents say?"),
+    ("Which wars shaped the 20th century?", "at", ("1900-01-01", "2000-01-01"), "Which wars shaped?"),
+    ("In the time period 1550 to 1560, who ruled England?", "between", ("1550-01-01", "1561-01-01"),
+     "who ruled England?"),
+    ("What changed this decade?", "at", ("2020-01-01", "2030-01-01"), "What changed?"),
+])
+def test_window_phrasings(question: str, relation: str, window: tuple[str, str], core: str) -> None:
+    intent = parse_intent(question, now=NOW)
+    assert intent.relation is Relation(relation)
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
+    assert intent.core_query == core
+
+
+def test_hours_up_to_a_local_instant_in_a_named_zone_across_dst() -> None:
+    # 2 a.m. EST on 10 March 2024 is the instant New York's clocks jump to 3 a.m. (07:00Z); 24 hours before it
+    intent = parse_intent("What happened in the 24 hours up to 2 a.m. New York time on 10 March 2024?", now=NOW)
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t("2024-03-09T07:00:00Z"), _t("2024-03-10T07:00:00Z"))]
+
+
+@pytest.mark.parametrize(("question", "window"), [
+    # a question about records looks back: the latest 3 March on or before the clock (17 April 2026)
+    ("What happened on March 3?", ("2026-03-03", "2026-03-04")),
+    ("What happened on 20 May?", ("2025-05-20", "2025-05-21")),
+    ("Who won in November?", ("2025-11-01", "2025-12-01")),
+    ("What was announced on Friday?", ("2026-04-17", "2026-04-18")),  # the clock's own Friday
+    # future tense or no tense: the next one (Duckling's reading)
+    ("What will happen on 20 May?", ("2026-05-20", "2026-05-21")),
+    ("Meetings on 20 May?", ("2026-05-20", "2026-05-21")),
+    ("What is planned for Friday?", ("2026-04-24", "2026-04-25")),
+])
+def test_year_less_dates_follow_the_tense(question: str, window: tuple[str, str]) -> None:
+    intent = parse_intent(question, now=NOW)
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
+
+
+def test_next_february_28_from_a_leap_day() -> None:
+    intent = parse_intent("What is due next February 28?", now=datetime(2024, 2, 29, 12, tzinfo=UTC))
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t("2025-02-28"), _t("2025-03-01"))]
+
+
+@pytest.mark.parametrize(("question", "relation", "window"), [
+    ("What happened after 2 pm?", "after", ("2026-04-17T14:00:00Z", None)),  # a clock time: from it on
+    ("What changed after March 3, 2015?", "after", ("2015-03-04", None)),  # a day: after it ends
+    ("What happened before 11 am?", "before", (None, "2026-04-17T11:00:00Z")),
+    ("What was built by 2015?", "before", (None, "2016-01-01")),  # past tense: by the end of 2015
+    ("What is due by Monday?", "between", ("2026-04-17T10:00:00Z", "2026-04-20")),  # a deadline from now
+])
+def test_relation_words(question: str, relation: str, window: tuple[str | None, str | None]) -> None:
+    intent = parse_intent(question, now=NOW)
+    assert intent.relation is Relation(relation)
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
+
+
+def test_long_question_is_refused_and_a_long_one_under_the_cap_parses() -> None:
+    from diachron.retrieval.intent import MAX_QUESTION_CHARS, QuestionTooLongError
+
+    with pytest.raises(QuestionTooLongError, match="at most 4,000"):
+        parse_intent("what happened in 2001 " * 5000, now=NOW)
+    question = " ".join(f"and on March {d % 28 + 1}, {1900 + d}" for d in range(200))[:MAX_QUESTION_CHARS]
+    intent = parse_intent(question, now=NOW)
+    n = question.count(", 19") - (0 if question.rstrip()[-4:].isdigit() else 1)  # a cut last date is not whole
+    assert len(intent.intervals) >= n - 1 and intent.relation is Relation.AT
+
+
+def test_parse_question_public_entry_point() -> None:
+    import diachron
+
+    intent = diachron.parse_question("How did revenue compare last quarter?", now=datetime(2026, 4, 1, 0, 30, tzinfo=UTC),
+                                     timezone="America/Los_Angeles")
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t("2025-10-01T07:00:00Z"), _t("2026-01-01T08:00:00Z"))]
+    fiscal = diachron.parse_question("How did the pipeline close in FY23 Q4?", now=NOW, fiscal_calendar="2:end")
+    assert [(i.start, i.end) for i in fiscal.intervals] == [(_t("2022-11-01"), _t("2023-02-01"))]
+    with pytest.raises(ValueError, match="unknown time zone"):
+        diachron.parse_question("What happened in 2015?", now=NOW, timezone="Mars/Base")
+
+
+def test_cli_intent_json() -> None:
+    from typer.testing import CliRunner
+
+    from diachron.cli import app
+
+    result = CliRunner().invoke(app, ["intent", "What changed between mid-2007 and mid-2008?", "--now",
+                                      "2026-04-17T10:00:00Z", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["intent"]["relation"] == "between" and body["intent"]["core_query"] == "What changed?"
+    assert body["intent"]["intervals"][0]["start"] == "2007-05-01T00:00:00Z"
+    bad = CliRunner().invoke(app, ["intent", "x", "--timezone", "Mars/Base"])
+    assert bad.exit_code == 1 and "Traceback" not in bad.output

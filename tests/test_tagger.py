@@ -189,3 +189,89 @@ def test_day_range_across_a_month_boundary():
     [mention] = extract_mentions("Closed 30 May - 2 June 2024.", reference=None)
     assert (mention.interval.start, mention.interval.end) == (datetime(2024, 5, 30, tzinfo=UTC),
                                                               datetime(2024, 6, 3, tzinfo=UTC))
+
+
+# --- issue 12: Duckling's grammar under our rules; document-time resolution (expected values by hand) ---------
+def _one(text: str, reference: str, config: TaggerConfig | None = None):
+    [mention] = extract_mentions(text, reference=parse_instant(reference), config=config or TaggerConfig())
+    return mention
+
+
+@pytest.mark.parametrize(("text", "reference", "expected"), [
+    # 21 Feb 2015 was a Saturday; Monday after it: 23 Feb (temporal case T19's kind)
+    ("Talks have been put off until Monday.", "2015-02-21", _d("2015-02-23", "2015-02-24")),
+    # TempEval's miss: "said Friday" in a Friday article is that Friday, not a week off
+    ("The minister said Friday that talks would resume.", "2026-04-17T10:00:00Z", _d("2026-04-17", "2026-04-18")),
+    ("The minister will meet them Friday.", "2026-04-16T10:00:00Z", _d("2026-04-17", "2026-04-18")),
+    # year-less dates around the publication time, in the direction of the tense
+    ("The board met on 20 April.", "2013-02-12", _d("2012-04-20", "2012-04-21")),
+    ("The board will meet on 20 April.", "2013-02-12", _d("2013-04-20", "2013-04-21")),
+    ("Clocks go back at 3pm tomorrow.", "2013-02-12T06:30:00Z", _d("2013-02-13T15:00", "2013-02-13T16:00")),
+    ("The office is closed on Christmas 2014.", "2013-02-12", _d("2014-12-25", "2014-12-26")),
+    ("It happened a week ago.", "2013-02-12T06:30:00Z", _d("2013-02-05", "2013-02-06")),
+    ("Sales in the last 2 days rose.", "2013-02-12T06:30:00Z", _d("2013-02-10", "2013-02-12")),
+    ("They met in the 2018Q4 review.", "2013-02-12", _d("2018-10-01", "2019-01-01")),
+    # a clock-range end is the exclusive bound (T09), a day range keeps its last day
+    ("The call is on 4 March 2024 from 9:30 to 11:00.", "2024-03-01", _d("2024-03-04T09:30", "2024-03-04T11:00")),
+    ("The fair runs July 13-15, 2013.", "2013-02-12", _d("2013-07-13", "2013-07-16")),
+    ("Prices rose in the early 1980s.", "2013-02-12", _d("1980-01-01", "1984-01-01")),
+    ("Output peaked in late 2008.", "2013-02-12", _d("2008-09-01", "2009-01-01")),
+    ("It was the bloodiest war of the 20th century.", "2013-02-12", _d("1900-01-01", "2000-01-01")),
+])
+def test_grammar_and_document_time(text: str, reference: str, expected: tuple[str, str]) -> None:
+    m = _one(text, reference)
+    assert (m.interval.start.strftime("%Y-%m-%dT%H:%M"), m.interval.end.strftime("%Y-%m-%dT%H:%M")) == expected
+    assert text[m.span[0]:m.span[1]] == m.text
+
+
+def test_year_less_range_takes_the_year_written_before_it() -> None:
+    mentions = extract_mentions("In 2008 sales fell from September to December.", reference=parse_instant("2013-02-12"))
+    assert [(m.interval.start, m.interval.end) for m in mentions][-1] == (datetime(2008, 9, 1, tzinfo=UTC),
+                                                                          datetime(2009, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(("text", "relation", "reading"), [
+    ("Prices have risen since 2020.", "since", ("2020-01-01", None)),
+    ("The rule held until March 2016.", "until", (None, "2016-04-01")),
+    ("Nothing was built before 1920.", "before", (None, "1920-01-01")),
+    ("The office opens after 2 pm.", "after", ("2026-04-17T14:00:00Z", None)),
+    ("Sales rose in 2015.", None, ("2015-01-01", "2016-01-01")),
+])
+def test_relation_word_and_reading(text: str, relation: str | None, reading: tuple[str | None, str | None]) -> None:
+    m = _one(text, REF)
+    assert m.relation == relation
+    assert (m.reading.start, m.reading.end) == tuple(parse_instant(v) if v else None for v in reading)
+    assert m.interval.start is not None and m.interval.end is not None  # the expression itself stays closed
+
+
+@pytest.mark.parametrize("text", [
+    "Judging normally takes 15 to 20 days.",
+    "The second man left and the first stayed.",
+    "It closed at 25.3 on the day, up 3 points, 45% or 2,019 units.",
+    "He may come, and the one after that too.",
+    "Call 650.650.6500 or press 4a.",
+])
+def test_no_time_in_prose_that_duckling_alone_misreads(text: str) -> None:
+    assert extract_mentions(text, reference=parse_instant(REF)) == []
+
+
+def test_grammar_can_be_switched_off_and_needs_a_reference() -> None:
+    assert extract_mentions("at 3pm tomorrow", reference=parse_instant(REF), config=TaggerConfig(grammar=False)) == [] \
+        or all(m.source == "rules" for m in extract_mentions("at 3pm tomorrow", reference=parse_instant(REF),
+                                                              config=TaggerConfig(grammar=False)))
+    assert [m.source for m in extract_mentions("at 3pm tomorrow", reference=parse_instant(REF))] == ["duckling"]
+    assert extract_mentions("at 3pm tomorrow", reference=None) == []
+
+
+def test_annotate_text_offsets_point_into_the_text() -> None:
+    import diachron
+
+    text = "Northwind was set up on 12 March 2018.\n\nTalks were put off until Monday."
+    chunks = diachron.annotate_text(text, published_at=datetime(2015, 2, 22, tzinfo=UTC))
+    found = [(i.expression, text[i.span[0]:i.span[1]], i.relation, i.kind) for c in chunks for i in c.intervals]
+    assert [f[:3] for f in found] == [("12 March 2018", "12 March 2018", None), ("Monday", "Monday", "until")]
+    assert found[1][3] == "state_end"
+    monday = [i for c in chunks for i in c.intervals][1]
+    assert (monday.interval.start, monday.interval.end) == (datetime(2015, 2, 23, tzinfo=UTC),
+                                                            datetime(2015, 2, 24, tzinfo=UTC))
+    assert all(text[c.span[0]:c.span[1]] == c.text for c in chunks)
