@@ -23,4 +23,14 @@ python -c "import torch" 2>/dev/null || { echo "== torch ${DIACHRON_TORCH_VERSIO
   quiet python -m pip install -q "torch==${DIACHRON_TORCH_VERSION:-2.13.0}"; }
 echo "== diachron with its test, airflow and eval extras"
 PIP_NO_WARN_SCRIPT_LOCATION=1 quiet python -m pip install -q -e ".[test,airflow,eval]"
+# the page's browser test drives Debian's Chromium (browser downloads cannot work here); skipped when present
+if ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "== chromium + chromium-driver (apt) for the page test"
+    quiet apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive quiet apt-get install -y -qq chromium chromium-driver
+  else
+    echo "== note: chromium/chromium-driver missing (needs root + apt): tests/test_page.py will fail"
+  fi
+fi
 echo "== installed"
