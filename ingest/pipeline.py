@@ -331,7 +331,13 @@ def _load(sources: list[str], config: IngestConfig) -> tuple[list[SourceDocument
 
 
 def _pools(config: IngestConfig) -> dict[str, Any]:
-    """Actor pool sizes and per-actor resources from the cluster's resources (``ray.cluster_resources``)."""
+    """Actor pools sized from the cluster (``ray.cluster_resources``, ``ray.nodes``).
+
+    Embed: one actor per GPU when the cluster has GPUs (``num_gpus=1``); else at least one per node with
+    CPUs, spread over the nodes, up to one per CPU but one (the light stages need room), each asking for half
+    a CPU so the light stages fit beside it (torch inside uses the node's cores, ``StageConfig.embed_threads``).
+    Annotate scales to half the CPUs; validate to one per node.
+    """
     import ray
 
     resources = ray.cluster_resources()
@@ -339,12 +345,17 @@ def _pools(config: IngestConfig) -> dict[str, Any]:
     cpus = max(1, int(resources.get("CPU", 1)))
     gpus = int(resources.get("GPU", 0))
     if gpus:
-        embed = {"num_gpus": 1, "num_cpus": 1, "concurrency": config.embed_actors or (1, gpus)}
+        embed: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0.5, "concurrency": config.embed_actors or (1, gpus)}
     else:
-        low = max(1, min(len(nodes), cpus - 1))
-        embed = {"num_cpus": 1, "concurrency": config.embed_actors or (low, max(low, cpus - 1))}
-    return {"annotate": {"num_cpus": 0.5, "concurrency": (1, max(1, cpus // 2))},
+        low = max(1, len(nodes))
+        embed = {"num_cpus": 0.5, "concurrency": config.embed_actors or (low, max(low, cpus - 1))}
+    embed["ray_remote_args_fn"] = _spread
+    return {"annotate": {"num_cpus": 0.25, "concurrency": (1, max(1, cpus // 2))},
             "embed": embed, "validate": {"num_cpus": 0.25, "concurrency": (1, max(1, len(nodes)))}}
+
+
+def _spread() -> dict[str, Any]:
+    return {"scheduling_strategy": "SPREAD"}
 
 
 def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Staging, run_id: str, spec: Any,
@@ -370,7 +381,7 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
                         batch_size=256, **pools["validate"])
     ds = ds.map_batches(stage_block, fn_kwargs={"staging": staging, "run_id": run_id, "embedder_id": spec.id,
                                                 "dim": spec.dim, "placeholder_time": placeholder},
-                        batch_format="pyarrow", batch_size=None, num_cpus=0.1)
+                        batch_format="pyarrow", batch_size=None, num_cpus=0)  # I/O only: fits beside full actors
     done = 0
     try:
         for part in ds.iter_rows():

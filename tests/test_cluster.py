@@ -1,0 +1,170 @@
+"""A real multi-node Ray cluster on this machine: ``ray start --head`` plus two ``ray start --address`` workers.
+
+Each node has 1 CPU; token authentication is on (``RAY_AUTH_MODE=token``, the token in a file given to
+every node and to the driver through ``RAY_AUTH_TOKEN_PATH``). The ingest driver runs in a subprocess
+with ``RAY_ADDRESS``; the embed stage must run on more than one node (each embed actor records the Ray
+node it runs on) and the result must equal a single-node run of the same input row for row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from diachron.ingest.pipeline import IngestConfig, run_ingest
+
+pytestmark = pytest.mark.integration
+
+RAY = str(Path(sys.executable).with_name("ray"))
+DRIVER = """
+import json, sys
+from dataclasses import asdict
+from diachron.ingest.pipeline import IngestConfig, run_ingest
+from diachron.ingest.stages import StageConfig
+# small batches so that the 24 chunks make several embed batches (the default batch is 128 chunks)
+config = IngestConfig(db_uri=sys.argv[2], batch_size=4, stages=StageConfig(embed_batch_size=2))
+summary = run_ingest([sys.argv[1]], config)
+import ray
+print("JOB " + ray.get_runtime_context().get_job_id())
+print("SUMMARY " + json.dumps(asdict(summary)))
+"""
+EMBED_ACTOR_NODES = """
+import json, ray
+from ray.util.state import list_actors
+ray.init(logging_level="ERROR")
+actors = list_actors(filters=[("job_id", "=", __import__("sys").argv[1])], detail=True, limit=1000, raise_on_missing_output=False)
+print(json.dumps(sorted({a.node_id for a in actors if "EmbedStage" in (a.class_name or "")})))
+"""
+NODES = """
+import ray
+ray.init(logging_level="ERROR")
+print(sum(1 for n in ray.nodes() if n["Alive"]))
+"""
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ports(*flags: str) -> list[str]:
+    return [f"--{flag}={_port()}" for flag in flags]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[dict[str, str]]:
+    """Head + two workers, 1 CPU each, token auth on; yields the driver's environment."""
+    root = Path(tempfile.mkdtemp(prefix="dray"))  # short: Ray's socket paths must stay under 108 bytes
+    token = root / "token"
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    port = _port()
+    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats",
+              *_ports("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
+                      "metrics-export-port")]
+    log = (root / "nodes.log").open("w")
+    # the dashboard serves Ray's state API (ray[default]), used below to see where the embed actors ran
+    procs = [subprocess.Popen([RAY, "start", "--head", f"--port={port}", "--include-dashboard=true",
+                               f"--temp-dir={root / 't'}", *_ports("ray-client-server-port", "dashboard-port"),
+                               *common], env=env, stdout=log, stderr=log)]
+    try:
+        _wait_port(port)
+        for _ in range(2):
+            worker = [*common[:4], *_ports("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                                           "runtime-env-agent-port", "metrics-export-port")]
+            procs.append(subprocess.Popen([RAY, "start", f"--address=127.0.0.1:{port}", *worker], env=env,
+                                          stdout=log, stderr=log))
+        driver_env = {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
+        deadline = time.monotonic() + 240
+        while _alive_nodes(driver_env) < 3:
+            assert time.monotonic() < deadline, (root / "nodes.log").read_text()[-3000:]
+            time.sleep(2)
+        yield driver_env
+    finally:
+        for proc in reversed(procs):  # `ray start --block` stops its node's processes on SIGTERM
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_port(port: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"Ray head did not open port {port}")
+
+
+def _alive_nodes(env: dict[str, str]) -> int:
+    out = subprocess.run([sys.executable, "-c", NODES], env=env, capture_output=True, text=True, timeout=120)
+    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else 0
+
+
+def _rows(db: Path) -> dict[str, list[dict[str, Any]]]:
+    import lancedb
+
+    conn = lancedb.connect(str(db))
+    return {n: sorted(conn.open_table(n).to_arrow().to_pylist(), key=lambda r: r[k])
+            for n, k in (("documents", "doc_id"), ("chunks", "chunk_id"))}
+
+
+def _notes(path: Path) -> Path:
+    months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+              "November", "December"]
+    lines = [json.dumps({"doc_id": f"minutes-{i}", "title": f"Minutes {i}", "published_at": f"{2018 + i // 12}-"
+                         f"{i % 12 + 1:02d}-28", "text": f"The board met on 12 {months[i % 12]} {2018 + i // 12} and "
+                         f"approved budget line {i}. A review followed in {months[(i + 3) % 12]} 2020."})
+             for i in range(24)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(cluster: dict[str, str],
+                                                                                tmp_path: Path) -> None:
+    source = _notes(tmp_path / "minutes.jsonl")
+    multi = tmp_path / "multi"
+    run = subprocess.run([sys.executable, "-c", DRIVER, str(source), str(multi)], env=cluster, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("SUMMARY "))[8:])
+    assert summary["embed_nodes"] >= 2, summary   # node ids the embed actors saw (Ray runtime context)
+    job = next(line for line in run.stdout.splitlines() if line.startswith("JOB "))[4:]
+    state = subprocess.run([sys.executable, "-c", EMBED_ACTOR_NODES, job], env=cluster, capture_output=True, text=True,
+                           timeout=300)
+    assert state.returncode == 0, state.stderr[-2000:]
+    assert len(json.loads(state.stdout.strip().splitlines()[-1])) >= 2   # the same from Ray's state API
+    assert (summary["documents_written"], summary["chunks_written"]) == (24, 24)
+    for noise in ("progress bars", "fn_constructor_args", "token authentication"):
+        assert noise not in run.stderr, run.stderr[-2000:]
+
+    single = tmp_path / "single"
+    run_ingest([str(source)], IngestConfig(db_uri=str(single), num_cpus=2))
+    got, want = _rows(multi), _rows(single)
+    skip = {"recorded_at", "run_id", "vector"}
+    for name in ("documents", "chunks"):
+        assert [{k: v for k, v in r.items() if k not in skip} for r in got[name]] == [
+            {k: v for k, v in r.items() if k not in skip} for r in want[name]]
+    assert np.allclose(np.array([r["vector"] for r in got["chunks"]]), np.array([r["vector"] for r in want["chunks"]]),
+                       atol=1e-5)
