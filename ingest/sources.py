@@ -4,7 +4,7 @@ Every source yields :class:`SourceDocument` values; a record that cannot be read
 :class:`Rejected` value with its reason and raw payload (it goes to the ``quarantine`` table), so one
 bad line never stops a run and nothing is dropped silently. Records are validated here, before any
 write (issue 13): bytes must be UTF-8 and strings valid Unicode (no lone surrogates), fields have the
-right types, instants lie in ``[0001-01-01, 9999-01-01)`` UTC once their offset or zone is applied, a
+right types, instants lie in ``[0002-01-01, 9999-01-01)`` UTC once their offset or zone is applied, a
 declared ``timezone`` is a known IANA zone, and sizes are capped (:class:`SourceLimits`): nesting depth,
 metadata size, field lengths, and the text (a larger text is quarantined, or split into parts).
 
@@ -37,8 +37,10 @@ SOTU_DEFAULT_YEARS = (1920, 1940)
 RELATIONS = ("supersedes", "corrects", "narrows", "expands", "coexists")
 _KNOWN = {"doc_id", "title", "text", "published_at", "series_id", "version", "supersedes", "relation",
           "valid_from", "valid_until", "source_uri", "timezone"}
-_EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
-_LATEST = datetime(9999, 1, 1, tzinfo=UTC)  # the last year stays free so periods and offsets never overflow
+# the first and the last year stay free, so periods, offsets and relative dates never leave datetime's range
+# (and 0001-01-01 is most often an empty date written by a producer, e.g. Go's or .NET's zero time)
+_EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: metadata key set when a ``valid_until`` at or after 9999-01-01 (a "forever" sentinel) was read as open
 OPEN_UNTIL_KEY = "valid_until_open_sentinel"
@@ -209,11 +211,11 @@ def _instant(record: dict[str, Any], key: str, tz: str | None) -> datetime | Non
         else:
             raise _Bad(f"{key!r} must be ISO-8601 text, got {type(value).__name__} {_short(value)}")
     except OverflowError:
-        raise _Bad(f"{key!r} {_short(value)} is out of range (years 0001–9998 in UTC)") from None
+        raise _Bad(f"{key!r} {_short(value)} is out of range (years 0002–9998 in UTC)") from None
     except ValueError as exc:
         raise _Bad(f"bad timestamp in {key!r}: {exc}") from None
     if not _EARLIEST <= instant < _LATEST:
-        raise _Bad(f"{key!r} {_short(value)} is out of range (years 0001–9998 in UTC)")
+        raise _Bad(f"{key!r} {_short(value)} is out of range (years 0002–9998 in UTC)")
     return instant
 
 

@@ -126,6 +126,20 @@ def test_old_rule_needs_clarification_only_with_several_old_versions() -> None:
     assert found == [] and admitted == {"b1"}
 
 
+def test_unversioned_document_is_current_once_published() -> None:
+    from diachron.retrieval.lineage import latest_first
+
+    lineage = Lineage({"a": derive_spans([row("a", series="a", published="2021-03-15")]),
+                       "b": derive_spans([row("b", series="b", published="2021-08-15")]),
+                       "c": derive_spans([row("c", series="c")]),
+                       "e": derive_spans([row("e", series="e", start="2020-01-01", until="2021-01-01")])})
+    day = Interval(d("2021-05-01"), d("2021-05-02"))
+    assert [lineage.current(x, x, day) for x in "abce"] == [True, False, False, False]
+    assert lineage.current("b", "b", Interval(d("2021-08-15"), d("2021-08-16")))  # published that day
+    rows = [{"doc_id": x, "series_id": x, "published_at": lineage.span(x).published_at} for x in "cab"]
+    assert latest_first(rows, lineage, k=2) == ([2, 1], 2)  # b (August), then a (March); c (no date) last
+
+
 def doc(doc_id: str, text: str, **kw: Any) -> SourceDocument:
     return SourceDocument(doc_id=doc_id, title=doc_id, text=text, source_uri="test", **kw)
 
@@ -314,6 +328,18 @@ def test_ambiguous_old_rule_asks_for_clarification(scenarios: Any) -> None:
     single = ask(scenarios, "What did the old badge rule say?")
     assert not single.intent.needs_clarification
     assert series_docs(single, "badge-rule") == ["badge-rule/v1"]
+
+
+@pytest.mark.integration
+def test_latest_unversioned_report_as_of_a_day(scenarios: Any) -> None:
+    reports = [r for r in base_documents() if r["doc_id"].startswith("ops-report/")]
+    expected = max((r for r in reports if r["published_at"] <= "2021-08-20"), key=lambda r: r["published_at"])
+    result = ask(scenarios, "What was the latest operations report as of 20 August 2021?")
+    assert result.intent.relation.value == "current"
+    ranked = sorted(result.evidence, key=lambda e: e.rank)
+    assert ranked[0].doc_id == expected["doc_id"] == "ops-report/2021-08"
+    assert all(e.published_at <= d("2021-08-21") for e in result.evidence)  # nothing published later
+    assert any("latest first" in a for a in result.intent.assumptions)
 
 
 # --- real data, as shipped ------------------------------------------------------------------------------
