@@ -137,6 +137,11 @@ class Client:
         """
         t0 = time.perf_counter()
         intent = self.parse(question, now=now)
+        if use_time_filter:  # "after the merger": the event's time from a timeless search first (issue 12)
+            from diachron.retrieval.event_anchor import anchor_event, event_query
+
+            intent = anchor_event(question, intent, lambda event: self.search_intent(
+                event_query(event, intent), k=5, as_of=as_of, use_time_filter=False, use_ehypo=False).evidence)
         return self.search_intent(intent, k=k, as_of=as_of, use_time_filter=use_time_filter, use_ehypo=use_ehypo,
                                   chronological=chronological, diversify=diversify, strict=strict, _t0=t0)
 
