@@ -18,7 +18,8 @@ from diachron.retrieval.errors import RetrievalError
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
 
-__all__ = ["MAX_QUESTION_CHARS", "IntentConfig", "QuestionTooLongError", "parse_intent", "parse_question"]
+__all__ = ["MAX_QUESTION_CHARS", "IntentConfig", "QuestionTooLongError", "core_query", "parse_intent",
+           "parse_question"]
 
 logger = logging.getLogger(__name__)
 
@@ -209,6 +210,12 @@ def _combine(reading: _Reading) -> Relation:
         return Relation.BETWEEN
     logger.debug("mixed relations %s; keeping the first", kinds)
     return reading.relations[0]
+
+
+def core_query(question: str, removals: list[tuple[int, int]]) -> str:
+    """``question`` without the character spans ``removals`` (time expressions and their connecting
+    words), whitespace and punctuation tidied."""
+    return _core_query(question, removals)
 
 
 def _core_query(question: str, removals: list[tuple[int, int]]) -> str:
