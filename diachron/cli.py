@@ -291,7 +291,7 @@ def _open_client(db: str) -> Any:
 
     if db.startswith(("http://", "https://")):
         return Client(db)
-    embedder = Embedder()
+    embedder = Embedder(threads=1)  # see Embedder: one intra-op thread for a query's anchors
     threading.Thread(target=embedder.warm_up, name="diachron-warm-up", daemon=True).start()
     try:
         return Client(db, embedder=embedder)

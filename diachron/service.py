@@ -33,6 +33,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
+from diachron.ingest.embedding import Embedder
 from diachron.query import MAX_K, QueryInputError, check_question, parse_clock
 from diachron.retrieval.client import Client
 from diachron.retrieval.intent import IntentConfig, parse_intent
@@ -92,7 +93,7 @@ class _Index:
         import lancedb
 
         self.uri = uri
-        self.client = Client(uri)
+        self.client = Client(uri, embedder=Embedder(threads=1))  # one intra-op thread per query (see Embedder)
         self.client.embedder.warm_up()
         # a connection that re-reads the latest manifest on every access: the version check costs one stat
         self._watch = lancedb.connect(uri, read_consistency_interval=timedelta(0))

@@ -76,12 +76,23 @@ class Embedder:
 
     Construction is cheap; the model loads on first use (or :meth:`warm_up`), on CPU unless ``device``
     says otherwise. Model hubs are never contacted.
+
+    Args:
+        model: a model name (default all-MiniLM-L6-v2) or a sentence-transformers directory.
+        device: torch device.
+        batch_size: texts per forward pass.
+        threads: torch intra-op threads for the process, set at warm-up (``None``: leave torch's setting).
+            The query side uses 1: a few dozen short anchor sentences gain little from a second thread, and
+            on shared cores OpenMP's spinning workers made a 28-anchor e_hypo 4–6x slower with 2 threads
+            than with 1 (measured at load ≈50; see bench/speed/service.py).
     """
 
-    def __init__(self, model: str | None = None, *, device: str = "cpu", batch_size: int = 32) -> None:
+    def __init__(self, model: str | None = None, *, device: str = "cpu", batch_size: int = 32,
+                 threads: int | None = None) -> None:
         self.spec = resolve_embedder(model)
         self.device = device
         self.batch_size = batch_size
+        self.threads = threads
         self._model = None
         self._loading = threading.Lock()
 
@@ -93,6 +104,10 @@ class Embedder:
         """Load the model (≈0.2 s for the default once its libraries are imported, ≈4 s cold on 2 cores)."""
         with self._loading:  # a warm-up thread and the first embed() load once
             if self._model is None:
+                if self.threads:
+                    import torch
+
+                    torch.set_num_threads(self.threads)
                 self._model = _MeanPooledEncoder.load(self.spec, self.device) if _mean_pooled(self.spec) \
                     else _SentenceTransformerEncoder.load(self.spec, self.device)
 
