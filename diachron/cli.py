@@ -418,3 +418,7 @@ def main() -> None:  # pragma: no cover - console entry
 
     _configure_logging("-v" in sys.argv[1:] or "--verbose" in sys.argv[1:])
     app()
+
+
+if __name__ == "__main__":  # python -m diachron.cli
+    main()
