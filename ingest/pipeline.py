@@ -191,7 +191,8 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     Args:
         sources: source specs (see :func:`diachron.ingest.sources.load_source`).
         config: run configuration.
-        progress: optional callback ``(event, info)``: ``loaded``, ``planned``, ``batch``, ``committed``
+        progress: optional callback ``(event, info)``: ``loaded``, ``planned``, ``batch`` (per staged block:
+            ``documents_done``, ``documents_total``, ``chunks_staged``), ``committed``
             (after each commit, ``info["table"]`` in ``runs:begin``, ``documents``, ``chunks``,
             ``quarantine``, ``runs``), ``done``.
         clock: transaction-time clock (default: current UTC time); injectable for tests.
@@ -382,11 +383,14 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
     ds = ds.map_batches(stage_block, fn_kwargs={"staging": staging, "run_id": run_id, "embedder_id": spec.id,
                                                 "dim": spec.dim, "placeholder_time": placeholder},
                         batch_format="pyarrow", batch_size=None, num_cpus=0)  # I/O only: fits beside full actors
-    done = 0
+    done = chunks = 0
     try:
         for part in ds.iter_rows():
             done += part["documents_staged"] + part["documents_failed"]
-            emit("batch", {"chunks_staged": part["chunks_in"], "documents_done": done, "documents_total": len(todo)})
+            chunks += part["chunks_in"]
+            # chunks_written: chunks processed so far (kept for progress bars); they are committed at the end
+            emit("batch", {"chunks_staged": chunks, "chunks_written": chunks, "documents_done": done,
+                           "documents_total": len(todo)})
             yield part
     except ray.exceptions.RayActorError as exc:
         raise WorkerLostError(f"a Ray worker was lost: {exc}") from exc

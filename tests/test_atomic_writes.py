@@ -67,8 +67,12 @@ def content(snap: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return {"documents": docs, "chunks": chunks, "quarantine": quarantine}
 
 
-def check_invariants(db: Path | str, summary: RunSummary) -> dict[str, list[dict[str, Any]]]:
-    """Ids unique, no orphan chunk, every row of a committed run, one recorded_at per run, accounting."""
+def check_invariants(db: Path | str, summary: RunSummary, *, records_in: int) -> dict[str, list[dict[str, Any]]]:
+    """Ids unique, no orphan chunk, every row of a committed run, one recorded_at per run, accounting (also
+    through the shared helper ``tests/accounting.py``)."""
+    from tests.accounting import assert_accounted
+
+    assert_accounted(str(db), summary, records_in=records_in)
     snap = snapshot(db)
     for name, key in (("documents", "doc_id"), ("chunks", "chunk_id"), ("quarantine", "quarantine_id"),
                       ("runs", "run_id")):
@@ -115,7 +119,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reference(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     db = tmp_path_factory.mktemp("reference") / "db"
     summary = run_ingest([str(corpus)], IngestConfig(db_uri=str(db), num_cpus=2))
-    snap = check_invariants(db, summary)
+    snap = check_invariants(db, summary, records_in=4)
     assert (summary.documents_seen, summary.documents_written, summary.documents_quarantined) == (4, 3, 1)
     assert (summary.chunks_seen, summary.chunks_written, summary.quarantined) == (3, 3, 1)
     return {"summary": summary, "content": content(snap)}
@@ -126,20 +130,32 @@ LEFT = {"runs:begin": (0, 0, 0, "committing"), "documents": (3, 0, 0, "committin
         "chunks": (3, 3, 0, "committing"), "quarantine": (3, 3, 1, "committing"), "runs": (3, 3, 1, "success")}
 
 
+@pytest.fixture(scope="module")
+def killed(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """One run per commit point, killed right after that commit; the five run at once (one Ray)."""
+    root = tmp_path_factory.mktemp("killed")
+    procs = {point: subprocess.Popen([sys.executable, "-c", KILL_AT, str(corpus), str(root / point.replace(":", "_")),
+                                      point], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for point in LEFT}
+    out = {}
+    for point, proc in procs.items():
+        _, err = proc.communicate(timeout=900)
+        out[point] = {"db": root / point.replace(":", "_"), "returncode": proc.returncode, "stderr": err[-2000:]}
+    return out
+
+
 @pytest.mark.parametrize("point", list(LEFT))
 def test_kill_at_each_commit_point_is_repaired_by_the_next_run(point: str, corpus: Path, reference: dict[str, Any],
-                                                               tmp_path: Path) -> None:
-    db = tmp_path / "db"
-    killed = subprocess.run([sys.executable, "-c", KILL_AT, str(corpus), str(db), point], env=_env(),
-                            capture_output=True, text=True, timeout=600)
-    assert killed.returncode == -9, killed.stderr[-2000:]
+                                                               killed: dict[str, dict[str, Any]]) -> None:
+    db = killed[point]["db"]
+    assert killed[point]["returncode"] == -9, killed[point]["stderr"]
     left = snapshot(db)
     (marker,) = left["runs"]
     assert (len(left["documents"]), len(left["chunks"]), len(left["quarantine"]), marker["status"]) == LEFT[point]
     assert not _indexed(db) if left["chunks"] else True   # killed before its indexes were built
 
     summary = run_ingest([str(corpus)], IngestConfig(db_uri=str(db), num_cpus=2))
-    snap = check_invariants(db, summary)
+    snap = check_invariants(db, summary, records_in=4)
     assert content(snap) == reference["content"]
     assert _indexed(db) >= {"event_start", "event_end", "doc_id", "recorded_at"}   # ensured on every run
     runs = {r["run_id"]: r["status"] for r in snap["runs"]}
@@ -163,9 +179,9 @@ def test_duplicate_ids_quarantine_once_per_content_and_one_outcome_per_record(tm
                                          "12_year9999_dec31_no_dates.jsonl")]
     db = tmp_path / "db"
     first = run_ingest(sources, IngestConfig(db_uri=str(db), num_cpus=2))
-    snap = check_invariants(db, first)
-    records = sum(1 for s in sources for line in Path(s).read_text().splitlines() if line.strip())
-    assert first.documents_seen == records == 7
+    records = sum(1 for s in sources for line in Path(s).read_bytes().splitlines() if line.strip())
+    assert records == 7
+    snap = check_invariants(db, first, records_in=records)
     ids = [q["quarantine_id"] for q in snap["quarantine"]]
     assert len(ids) == len(set(ids)) == first.quarantined
     quarantined_docs = {q["record_id"] for q in snap["quarantine"] if q["stage"] in ("source", "plan", "annotate")
@@ -180,7 +196,7 @@ def test_duplicate_ids_quarantine_once_per_content_and_one_outcome_per_record(tm
     assert 1 <= len(dup) <= 2 and len({d["doc_id"] for d in dup}) == len(dup)
 
     again = run_ingest(sources, IngestConfig(db_uri=str(db), num_cpus=2))
-    after = check_invariants(db, again)
+    after = check_invariants(db, again, records_in=records)
     assert (again.documents_written, again.chunks_written, again.quarantined) == (0, 0, 0)  # nothing re-quarantined
     assert len(after["quarantine"]) == len(snap["quarantine"])
     assert again.documents_quarantined == first.documents_quarantined
@@ -207,4 +223,4 @@ def test_two_concurrent_overlapping_ingests_are_accounted_right(tmp_path: Path) 
     assert sum(s.documents_written for s in summaries) == 50   # the 30 shared ones counted once
     assert sum(s.chunks_written for s in summaries) == 50
     for s in summaries:
-        check_invariants(db, s)
+        check_invariants(db, s, records_in=40)

@@ -48,11 +48,6 @@ ray.init(logging_level="ERROR")
 actors = list_actors(filters=[("job_id", "=", __import__("sys").argv[1])], detail=True, limit=1000, raise_on_missing_output=False)
 print(json.dumps(sorted({a.node_id for a in actors if "EmbedStage" in (a.class_name or "")})))
 """
-NODES = """
-import ray
-ray.init(logging_level="ERROR")
-print(sum(1 for n in ray.nodes() if n["Alive"]))
-"""
 
 
 def _port() -> int:
@@ -71,30 +66,25 @@ def cluster() -> Iterator[dict[str, str]]:
     root = Path(tempfile.mkdtemp(prefix="dray"))  # short: Ray's socket paths must stay under 108 bytes
     token = root / "token"
     token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_raylet_start_wait_time_s": "180"}  # a loaded machine registers nodes slowly
     env.pop("RAY_ADDRESS", None)
     port = _port()
     common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats",
               *_ports("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
                       "metrics-export-port")]
-    log = (root / "nodes.log").open("w")
-    # the dashboard serves Ray's state API (ray[default]), used below to see where the embed actors ran
-    procs = [subprocess.Popen([RAY, "start", "--head", f"--port={port}", "--include-dashboard=true",
-                               f"--temp-dir={root / 't'}", *_ports("ray-client-server-port", "dashboard-port"),
-                               *common], env=env, stdout=log, stderr=log)]
+    logs = [root / f"node-{i}.log" for i in range(3)]
+    procs: list[subprocess.Popen] = []
     try:
-        _wait_port(port)
-        for _ in range(2):
+        # the dashboard serves Ray's state API (ray[default]), used below to see where the embed actors ran
+        procs.append(_node([RAY, "start", "--head", f"--port={port}", "--include-dashboard=true",
+                            f"--temp-dir={root / 't'}", *_ports("ray-client-server-port", "dashboard-port"), *common],
+                           env, logs[0]))
+        for log in logs[1:]:  # one worker at a time: under load a raylet registers slowly
             worker = [*common[:4], *_ports("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
                                            "runtime-env-agent-port", "metrics-export-port")]
-            procs.append(subprocess.Popen([RAY, "start", f"--address=127.0.0.1:{port}", *worker], env=env,
-                                          stdout=log, stderr=log))
-        driver_env = {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
-        deadline = time.monotonic() + 240
-        while _alive_nodes(driver_env) < 3:
-            assert time.monotonic() < deadline, (root / "nodes.log").read_text()[-3000:]
-            time.sleep(2)
-        yield driver_env
+            procs.append(_node([RAY, "start", f"--address=127.0.0.1:{port}", *worker], env, log))
+        yield {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
     finally:
         for proc in reversed(procs):  # `ray start --block` stops its node's processes on SIGTERM
             proc.terminate()
@@ -103,23 +93,19 @@ def cluster() -> Iterator[dict[str, str]]:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        log.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_port(port: int, timeout: float = 120) -> None:
+def _node(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 600) -> subprocess.Popen:
+    """Start one ``ray start --block`` node and wait until it says it started (it registered with the GCS)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise AssertionError(f"Ray head did not open port {port}")
-
-
-def _alive_nodes(env: dict[str, str]) -> int:
-    out = subprocess.run([sys.executable, "-c", NODES], env=env, capture_output=True, text=True, timeout=120)
-    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else 0
+    while "Ray runtime started" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"Ray node did not start: {log.read_text(errors='replace')[-3000:]}")
+        time.sleep(1)
+    return proc
 
 
 def _rows(db: Path) -> dict[str, list[dict[str, Any]]]:

@@ -67,10 +67,16 @@ def _ports(*flags: str) -> list[str]:
     return [f"--{flag}={_port()}" for flag in flags]
 
 
-def _alive(env: dict[str, str]) -> int:
-    code = "import ray; ray.init(logging_level='ERROR'); print(sum(1 for n in ray.nodes() if n['Alive']))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    return int(out.stdout.split()[-1]) if out.returncode == 0 and out.stdout.split() else 0
+def _node(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 600) -> subprocess.Popen:
+    """Start one ``ray start --block`` node; wait until it says it started (it registered with the GCS)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while "Ray runtime started" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"Ray node did not start: {log.read_text(errors='replace')[-3000:]}")
+        time.sleep(1)
+    return proc
 
 
 @contextmanager
@@ -83,32 +89,22 @@ def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1) -> 
     root = Path(tempfile.mkdtemp(prefix="dray"))  # Ray's socket paths must stay under 108 bytes
     token = root / "token"
     token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_raylet_start_wait_time_s": "180"}  # a loaded machine registers nodes slowly
     env.pop("RAY_ADDRESS", None)
     port = _port()
     node = ["--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
     agents = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
               "metrics-export-port")
-    log = (root / "nodes.log").open("w")
-    procs = [subprocess.Popen([RAY, "start", "--head", f"--port={port}", f"--num-cpus={head_cpus}",
-                               "--include-dashboard=false", f"--temp-dir={root / 't'}",
-                               *_ports("ray-client-server-port", "dashboard-port", *agents), *node],
-                              env=env, stdout=log, stderr=log)]
+    procs: list[subprocess.Popen] = []
     try:
-        deadline = time.monotonic() + 240
-        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Ray head did not start: {(root / 'nodes.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-        for _ in range(workers):
-            procs.append(subprocess.Popen([RAY, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
-                                           *_ports(*agents), *node], env=env, stdout=log, stderr=log))
-        driver = {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
-        while _alive(driver) < workers + 1:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Ray workers did not join: {(root / 'nodes.log').read_text()[-2000:]}")
-            time.sleep(2)
-        yield driver
+        procs.append(_node([RAY, "start", "--head", f"--port={port}", f"--num-cpus={head_cpus}",
+                            "--include-dashboard=false", f"--temp-dir={root / 't'}",
+                            *_ports("ray-client-server-port", "dashboard-port", *agents), *node], env, root / "head.log"))
+        for i in range(workers):
+            procs.append(_node([RAY, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
+                                *_ports(*agents), *node], env, root / f"worker-{i}.log"))
+        yield {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -117,7 +113,6 @@ def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1) -> 
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        log.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
