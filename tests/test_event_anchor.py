@@ -21,9 +21,10 @@ NOW = datetime(2026, 4, 17, tzinfo=UTC)
 DOCS = [
     ("nw-1", "Northwind and Contoso completed their merger on 14 March 2019, creating the largest robotics "
              "firm in Ohio.", "2019-03-15T00:00:00Z"),
-    ("nw-2", "Before the merger, Northwind sold warehouse robots only and hired 40 engineers in 2017.",
+    ("nw-2", "In 2017, before the merger, Northwind exhibited a warehouse robot at a trade fair in Chicago.",
      "2017-06-01T00:00:00Z"),
-    ("nw-3", "After the merger the combined firm opened a robotics plant in Dayton in May 2020.", "2020-05-20T00:00:00Z"),
+    ("nw-3", "After the merger the combined firm showed its first joint robot at a fair in Dayton in May 2020.",
+     "2020-05-20T00:00:00Z"),
     ("nw-4", "The Dayton plant suffered a power outage on 2 February 2021 that stopped the robot line for a day.",
      "2021-02-03T00:00:00Z"),
 ]
