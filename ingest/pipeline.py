@@ -127,6 +127,8 @@ def _ensure_ray(address: str | None, num_cpus: int | None) -> None:
 
     if ray.is_initialized():
         return
+    # Ray's own notices are not the user's business here: "token authentication is enabled" (it stays on)
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     kwargs: dict[str, Any] = {"include_dashboard": False, "ignore_reinit_error": True,
                               "logging_level": logging.WARNING, "log_to_driver": True}
     address = address or os.environ.get("RAY_ADDRESS") or None
