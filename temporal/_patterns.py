@@ -28,6 +28,7 @@ __all__ = [
     "PART_OF_YEAR",
     "NUMBER_WORDS",
     "ORDINAL_WORDS",
+    "PRESENT_REF",
     "QUARTER",
     "RANGE",
     "RELATIVE_AGO",
@@ -111,6 +112,7 @@ DURATION_ENDED = _c(rf"\b(?:(?P<n>{NUMBER})\s+(?P<unit>months|weeks)|(?:the\s+)?
                     rf"quarter|half[-\s]year))\s+end(?:ed|ing)\s+(?:on\s+)?"
                     rf"(?P<month>{MONTH})(?:\s+(?P<day>{DAY}))?(?!\d),?\s*(?P<year>{YEAR4})\b"
                     rf"(?P<more>(?:\s*(?:,|and|,\s*and)\s*{YEAR4}\b)*)")
+PRESENT_REF = _c(r"\b(?:currently|presently|nowadays|at\s+present|right\s+now|now)\b(?!\s+that\b)")
 RELATIVE_DAY = _c(r"\b(?P<word>today|yesterday|tomorrow)\b")
 RELATIVE_PERIOD = _c(r"\b(?:the\s+)?(?P<which>this|last|next|previous|preceding|current|present|coming)\s+"
                      r"(?P<unit>week|month|quarter|year|decade)\b")

@@ -75,6 +75,8 @@ def _kept(m: DucklingMatch, text: str) -> bool:
     whole = text.strip(" \t\n.,;:!?").lower() == body.strip(" .,;:!?").lower()
     if m.latent:
         return whole and not _NUMERIC_ONLY.fullmatch(body)
+    if body.lower() == "now" and re.match(r"\s+that\b", text[m.span[1]:m.span[1] + 8], _I):  # "now that ..."
+        return False
     if m.grain in ("second", "minute", "hour") and not _CLOCK_CUE.search(body) and not _BY_END.match(body):
         return False
     if _BARE.fullmatch(re.sub(r"^(?:on|in|at|during|for|of|by)\s+", "", body, flags=_I)) and not whole:

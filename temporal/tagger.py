@@ -454,6 +454,12 @@ def _period(today: datetime, unit: str, shift: int, ctx: _Ctx) -> Interval:
     return ctx.months(start.year, start.month, months, granularity)
 
 
+def _present_ref(m: re.Match[str], ctx: _Ctx) -> Interval | None:
+    """"currently", "now": the reference instant itself (TimeML's PRESENT_REF), one second as Duckling's "now"."""
+    return None if ctx.reference is None else Interval(ctx.reference, ctx.reference + timedelta(seconds=1),
+                                                       G.INSTANT)
+
+
 def _relative_day(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     shift = {"today": 0, "yesterday": -1, "tomorrow": 1}[m["word"].lower()]
     return None if ctx.today is None else _period(ctx.today, "day", shift, ctx)
@@ -570,11 +576,11 @@ _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.FISCAL_RELATIVE, _fiscal_relative, False), (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
     (P.RELATIVE_MONTH_DAY, _relative_month_day, False),
     (P.RELATIVE_AGO, _relative_ago, False), (P.RELATIVE_PERIOD, _relative_period, False),
-    (P.RELATIVE_DAY, _relative_day, False), (P.WEEKDAY, _weekday, False),
+    (P.RELATIVE_DAY, _relative_day, False), (P.WEEKDAY, _weekday, False), (P.PRESENT_REF, _present_ref, False),
 ]
 # Our generic kinds, which Duckling's grammar reads as well or better: on an equal span its reading wins.
 _GENERIC = {P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR, P.RELATIVE_ORDINAL_DAY, P.RELATIVE_AGO,
-            P.RELATIVE_PERIOD, P.RELATIVE_DAY, P.WEEKDAY}
+            P.RELATIVE_PERIOD, P.RELATIVE_DAY, P.WEEKDAY, P.PRESENT_REF}
 
 
 def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolver, bool]]) -> list[_Candidate]:
