@@ -275,3 +275,11 @@ def test_annotate_text_offsets_point_into_the_text() -> None:
     assert (monday.interval.start, monday.interval.end) == (datetime(2015, 2, 23, tzinfo=UTC),
                                                             datetime(2015, 2, 24, tzinfo=UTC))
     assert all(text[c.span[0]:c.span[1]] == c.text for c in chunks)
+
+
+def test_present_reference_is_the_publication_instant() -> None:
+    published = datetime(2020, 1, 2, 15, 0, tzinfo=UTC)
+    mentions = extract_mentions("He is currently the CEO, now that the merger closed; prices now rise.",
+                                reference=published)
+    assert [m.text for m in mentions] == ["currently", "now"]
+    assert all((m.interval.start, m.interval.end) == (published, published.replace(second=1)) for m in mentions)
