@@ -54,7 +54,7 @@ def assert_accounted(db_uri: str, summary: Any, *, records_in: int) -> dict[str,
     db = lancedb.connect(db_uri)
     documents = _table(db, "documents", ["doc_id", "run_id"])
     chunks = _table(db, "chunks", ["chunk_id", "doc_id", "run_id"])
-    quarantine = _table(db, "quarantine", ["quarantine_id", "run_id", "stage", "record_id", "payload_json"])
+    quarantine = _table(db, "quarantine", ["quarantine_id", "run_id", "stage", "record_id", "reason", "payload_json"])
     run = summary.run_id
 
     # ids are unique in every table
