@@ -349,7 +349,9 @@ def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion],
 
 
 def _noted(doc: SourceDocument, *, inferred: bool, unresolved: str | None) -> SourceDocument:
-    notes = {**({SERIES_INFERRED_KEY: True} if inferred else {}), **({UNRESOLVED_KEY: unresolved} if unresolved else {})}
+    notes: dict[str, Any] = {SERIES_INFERRED_KEY: True} if inferred else {}
+    if unresolved:
+        notes[UNRESOLVED_KEY] = unresolved
     return replace(doc, metadata={**doc.metadata, **notes}) if notes else doc
 
 
