@@ -180,13 +180,18 @@ def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone
 _UNIT = r"(?!\s*(?:h\b|hrs?|hours?|min|mins|minutes?|sec|secs|seconds?|days?|weeks?|months?|years?|[ap]\.?m\b))"
 _NOISE = re.compile(rf"[$€£¥]\s?\d[\d,.]*(?:\s?(?:million|billion|bn|m|k)\b)?|(?<![\d.:])\d[\d,]*\.\d+(?![\d.:]){_UNIT}\s?%?|"
                     r"(?<![\d,])\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?\s?(?:%|per\s?cent)")
+_MONTH_CUE = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+              r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
 _TRIGGER = re.compile(
     r"\d\s*(?:[ap]\.?\s?m\b|h\b|h\d|:\d\d)|\d{1,2}\s*[/-]\s*\d{1,2}|\b(?:o'?clock|noon|midnight|midday|today|tonight|"
-    r"tomorrow|yesterday|now|ago|hence|morning|afternoon|evening|night|week|weekend|wkend|month|year|quarter|qtr|"
-    r"decade|season|spring|summer|autumn|fall|winter|days?|hours?|minutes?|seconds?|eve|christmas|xmas|easter|"
-    r"thanksgiving|halloween|valentine'?s?|holiday|eid|ramadan|diwali|hanukk?ah|chanukah|passover|purim|rosh|"
-    r"kippur|lent|pentecost|advent|jayanti|navami|pongal|asap|eo[mdy]|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|"
-    r"oct|nov|dec)[a-z]*\.?|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?)\b", _I)
+    r"tomorrow|yesterday|ago|hence|morning|afternoon|evening|night|weekend|wkend|qtr|"
+    r"(?:next|last|this|past|previous|coming|upcoming|current|\d+|a|an|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|few|couple(?:\s+of)?)\s+(?:days?|weeks?|months?|years?|quarters?|decades?|hours?|minutes?|"
+    r"seconds?|seasons?)|season|spring|summer|autumn|fall|winter|new\s+year'?s?|beginning\s+of|end\s+of|"
+    rf"(?:early|late|mid)[-\s]+(?:in\s+the\s+)?(?:{_MONTH_CUE}|\d{{4}}|morning|afternoon|evening|night|week|month|year)|"
+    r"eve|christmas|xmas|easter|thanksgiving|halloween|valentine'?s?|holiday|eid|ramadan|diwali|hanukk?ah|chanukah|"
+    rf"passover|purim|rosh|kippur|lent|pentecost|advent|jayanti|navami|pongal|asap|eo[mdy]|{_MONTH_CUE}|"
+    r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?)\b", _I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 SHORT_TEXT = 300  # characters: a question or a heading goes to Duckling whole
 
@@ -215,7 +220,7 @@ def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
     out: list[GrammarMention] = []
     for offset, piece in _pieces(blank, covered or []):
         found = duckling_parse(piece, reference=reference, timezone=timezone, latent=False)
-        if len(piece) <= 40:
+        if len(text) <= 40:
             found += [m for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=True) if m.latent]
         for m in found:
             if not _kept(m, piece):

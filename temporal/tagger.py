@@ -583,6 +583,11 @@ _GENERIC = {P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR, P.RELATIVE_O
             P.RELATIVE_PERIOD, P.RELATIVE_DAY, P.WEEKDAY, P.PRESENT_REF}
 
 
+# ranks (in _ALL_RULES) of our generic kinds that do not depend on the reference: Duckling reads them alike
+_ABSOLUTE_RANKS = {i for i, (pattern, _, _) in enumerate(_ALL_RULES)
+                   if pattern in (P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR)}
+
+
 def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolver, bool]]) -> list[_Candidate]:
     out: list[_Candidate] = []
     for rank, (pattern, resolver, is_range) in enumerate(rules):
@@ -604,7 +609,7 @@ def _grammar_candidates(text: str, ctx: _Ctx, ours: list[_Candidate]) -> list[_C
 
     if ctx.reference is None or not ctx.config.grammar:
         return []
-    covered = [(c.start, c.end) for c in ours]
+    covered = [(c.start, c.end) for c in ours if c.tier == 0 or c.rank in _ABSOLUTE_RANKS]
     return [_Candidate(g.span[0], g.span[1], [(g.interval, g.span)], g.is_range, 0, 1, g.relation, g.reading)
             for g in grammar_mentions(text, reference=ctx.reference, timezone=ctx.config.timezone, covered=covered)]
 
