@@ -185,13 +185,17 @@ def ingest_timeqa(shared: Path, cache: Path) -> tuple[str, PageIndex, str]:
 
 def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *, embedder: Any,
                temporal_weight: float = 0.1, methods: Sequence[str] = tuple(TIMEQA_METHODS), progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
-    """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks", "passages_of"}``."""
+    """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks", "passages_of"}``.
+
+    A method named ``diachron@W`` is diachron with ``temporal_weight=W`` (the weight ablation).
+    """
     from diachron.retrieval.baselines import BM25Searcher
     from diachron.retrieval.client import Client
     from diachron.schemas.records import intervals_from_arrow
 
     client = Client(db, embedder=embedder, temporal_weight=temporal_weight)
     paper = Client(db, embedder=embedder, temporal_weight=0.0)
+    weighted = {m: Client(db, embedder=embedder, temporal_weight=float(m.split("@")[1])) for m in methods if "@" in m}
     chunks = client.chunks.to_lance().to_table(
         columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"]).to_pylist()
     passages_of = chunk_passage_map(index, chunks)
@@ -211,8 +215,8 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
             elif method == "naive":
                 ranked = cards(client.naive_search(q.text, k=depth))
             else:
-                c = paper if method == "paper" else client
-                result = c.search(q.text, k=depth, now=q.now, strict=method != "diachron")
+                c = paper if method == "paper" else weighted.get(method, client)
+                result = c.search(q.text, k=depth, now=q.now, strict=method in ("diachron-strict", "paper"))
                 ranked, intent = cards(result), tuple(result.intent.intervals)
             passages, times = _from_chunks(ranked, passages_of, max(KS))
             out[method][q.qid] = Retrieved(passages, times, intent)
@@ -298,9 +302,11 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
     means = frame.groupby(["method", "k"], sort=False)[["recall", "hit", "precision"]].mean()
     out = ["## TimeQA development set (real Wikipedia pages, time-constrained questions)", ""]
     out += [f"- {k}: {v}" for k, v in meta.items()]
-    out += ["", "Methods:", ""] + [f"- `{m}`: {d}" for m, d in TIMEQA_METHODS.items()]
+    present = list(dict.fromkeys(frame["method"]))
+    out += ["", "Methods:", ""] + [f"- `{m}`: {d}" for m, d in TIMEQA_METHODS.items() if m in present]
+    out += [f"- `{m}`: diachron with temporal_weight={m.split('@')[1]}" for m in present if "@" in m]
     out += ["", "| method | R@5 | R@10 | R@20 | hit@10 | in-window P@10 |", "|---|---|---|---|---|---|"]
-    for m in TIMEQA_METHODS:
+    for m in present:
         out.append(f"| {m} | {f(means.loc[(m, 5), 'recall'])} | {f(means.loc[(m, 10), 'recall'])} | "
                    f"{f(means.loc[(m, 20), 'recall'])} | {f(means.loc[(m, 10), 'hit'])} | "
                    f"{f(means.loc[(m, 10), 'precision'])} |")
@@ -314,10 +320,10 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
     counts = frame[(frame["k"] == 10) & (frame["method"] == "diachron")].groupby("kind").size()
     rem = removed.groupby("kind")["removed"].mean()
     out += ["By window kind (k = 10): recall (in-window precision)", "",
-            "| window kind | n | gold removed | " + " | ".join(TIMEQA_METHODS) + " |",
-            "|---|---|---|" + "---|" * len(TIMEQA_METHODS)]
+            "| window kind | n | gold removed | " + " | ".join(present) + " |",
+            "|---|---|---|" + "---|" * len(present)]
     for kind in counts.index:
         cells = [f"{f(by_kind.loc[(kind, m), 'recall'])} ({f(by_kind.loc[(kind, m), 'precision'])})"
-                 for m in TIMEQA_METHODS]
+                 for m in present]
         out.append(f"| {kind} | {int(counts[kind])} | {rem[kind]:.1%} | " + " | ".join(cells) + " |")
     return out + [""]
