@@ -29,7 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.ingest.errors import StoreConflictError
+from diachron.ingest.time_index import build_time_index
 from diachron.schemas.records import TABLES, arrow_schema
+from diachron.schemas.time_index import index_dir
 
 __all__ = ["COMMIT_LEASE", "Store"]
 
@@ -38,7 +40,6 @@ log = logging.getLogger(__name__)
 KEYS = {"documents": "doc_id", "chunks": "chunk_id", "quarantine": "quarantine_id", "runs": "run_id"}
 SCALAR_INDEXES = {"chunks": ["event_start", "event_end", "doc_id", "recorded_at"],
                   "documents": ["doc_id", "series_id"]}
-VECTOR_INDEX_MIN_ROWS = 100_000
 #: how long a run may stay ``committing`` before another host treats it as dead
 COMMIT_LEASE = timedelta(minutes=30)
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -215,7 +216,13 @@ class Store:
                     target.create_scalar_index(column, replace=True)
 
     def optimize(self) -> None:
-        """Compact tables and (re)build scalar indexes on the time columns; a vector index once large."""
+        """Compact tables, (re)build scalar indexes on the time columns and the time-partitioned vector index.
+
+        The vector index is :mod:`diachron.ingest.time_index` (local databases; extended incrementally when
+        rows were only appended): search reads it for exact scoring in time order and for its approximate
+        path at scale. No LanceDB vector index is built: with a prefilter its recall collapses at wide
+        windows (issue 15).
+        """
         for name, columns in SCALAR_INDEXES.items():
             target = self.table(name)
             if target.count_rows() == 0:
@@ -223,10 +230,10 @@ class Store:
             target.optimize()
             for column in columns:
                 target.create_scalar_index(column, replace=True)
-        chunks = self.table("chunks")
-        if chunks.count_rows() >= VECTOR_INDEX_MIN_ROWS:
-            chunks.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ",
-                                replace=True)
+        dataset = self.table("chunks").to_lance()
+        directory = index_dir(str(dataset.uri))
+        if directory is not None:
+            build_time_index(dataset, directory)
 
 
 def _in_sql(column: str, run_ids: list[str]) -> str:

@@ -32,7 +32,7 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     window_gaps,
 )
-from diachron.retrieval.search import Hit, Searcher
+from diachron.retrieval.search import Hit, Hits, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, Signal
@@ -165,6 +165,7 @@ class Client:
         current = use_time_filter and lineage is not None and intent.relation is Relation.CURRENT and diversify is None
         hits = self._search(vector, time_filter, max(2 * k, 20) if current else k if diversify is None
                             else max(5 * k, 100), admit)
+        plan = hits.plan.to_dict() if isinstance(hits, Hits) and hits.plan is not None else {}
         if current:  # "current / latest as of D": the latest published first (retrieval/lineage.py)
             hits, intent = _latest_first(hits, lineage, intent, k)  # type: ignore[arg-type]
         if diversify == "coverage":
@@ -180,7 +181,7 @@ class Client:
         trace = SearchTrace(filter=time_filter.to_dict(), candidates_after_filter=self._count(time_filter),
                             anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
                             rejected_examples=tuple(self._searcher().outside_examples(vector, time_filter)),
-                            seconds={**seconds, "total": time.perf_counter() - t0})
+                            seconds={**seconds, "total": time.perf_counter() - t0}, plan=plan)
         return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
 
     def _searcher(self, time_filter: TimeFilter | None = None) -> Searcher:
@@ -220,14 +221,17 @@ class Client:
         return None, []
 
     def _search(self, vector: Any, time_filter: TimeFilter, k: int,
-                admit: Callable[[dict[str, Any]], bool] | None) -> list[Hit]:
-        """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few."""
+                admit: Callable[[dict[str, Any]], bool] | None) -> Hits:
+        """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few (with the
+        plan of the last fetch)."""
         limit = k
         while True:
             hits = self._searcher().search(vector, time_filter, k=limit)
             kept = hits if admit is None else [h for h in hits if admit(h.row)]
             if len(kept) >= k or len(hits) < limit:
-                return kept[:k]
+                out = Hits(kept[:k])
+                out.plan = hits.plan
+                return out
             limit *= 4
 
     def _signals(self, intent: TemporalIntent, lineage: Lineage | None, evidence: list[Evidence],

@@ -40,7 +40,7 @@ import numpy as np
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import IntervalIndex, bounds
 from diachron.retrieval.partitioned import TimePartitionedIndex
-from diachron.schemas.time_index import index_dir
+from diachron.schemas.time_index import MANIFEST, index_dir
 
 __all__ = ["COLUMNS", "Hit", "Hits", "Plan", "Searcher", "rank"]
 
@@ -102,23 +102,28 @@ class Searcher:
         table: a LanceDB table with the ``chunks`` schema.
         temporal_weight: weight of temporal focus in the ranking (0 = pure similarity, the paper's).
         piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
+        approximate: let the planner choose the approximate path (``False``: always exact).
     """
 
-    def __init__(self, table: Any, *, temporal_weight: float = 0.1, piece_rows: int = PIECE_ROWS) -> None:
+    def __init__(self, table: Any, *, temporal_weight: float = 0.1, piece_rows: int = PIECE_ROWS,
+                 approximate: bool = True) -> None:
         t0 = time.perf_counter()
         self.table = table
         self.dataset = table.to_lance()
         self.version = self.dataset.version
         self.temporal_weight = temporal_weight
         self.piece_rows = piece_rows
+        self.approximate = approximate
         self.index = IntervalIndex.from_dataset(self.dataset)
         self.num_rows = self.index.num_rows
         self.time_index = _open_time_index(self.dataset)
+        self._index_stamp = _stamp(self.dataset)
         self.build_seconds = time.perf_counter() - t0
 
     def is_stale(self) -> bool:
-        """True when the table on storage has a newer version than this searcher's snapshot."""
-        return self.dataset.latest_version != self.version
+        """True when the table on storage has a newer version than this searcher's snapshot, or its time
+        index was rebuilt since (``optimize`` writes it after the table's last commit)."""
+        return self.dataset.latest_version != self.version or _stamp(self.dataset) != self._index_stamp
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
         """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.candidates`)."""
@@ -153,7 +158,7 @@ class Searcher:
         rows = self.candidates(time_filter) if rows is None else rows
         exact = Plan("exact", len(rows), len(rows))
         ti = self.time_index
-        if ti is None or len(rows) <= EXACT_MAX_ROWS:
+        if ti is None or not self.approximate or len(rows) <= EXACT_MAX_ROWS:
             return exact, None
         indexed = rows[rows < ti.num_rows]
         cover = ti.cover(np.sort(ti.position[indexed]), time_filter)
@@ -255,3 +260,12 @@ def _open_time_index(dataset: Any) -> TimePartitionedIndex | None:
     """The time index beside a local table (``<db>/chunks.time_index``), if one was built for its rows."""
     directory = index_dir(str(dataset.uri))
     return TimePartitionedIndex.open(directory, dataset) if directory is not None and directory.is_dir() else None
+
+
+def _stamp(dataset: Any) -> int | None:
+    """Modification time (ns) of the time index's manifest beside a local table, ``None`` when absent."""
+    directory = index_dir(str(dataset.uri))
+    try:
+        return (directory / MANIFEST).stat().st_mtime_ns if directory is not None else None
+    except OSError:
+        return None

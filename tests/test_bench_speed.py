@@ -10,7 +10,7 @@ from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, generate, queries
 from bench.speed.layout import time_sorted
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.interval_index import OPEN_FUTURE
+from diachron.retrieval.interval_index import bounds
 from diachron.retrieval.search import Searcher
 from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
 from diachron.schemas.time import Interval
@@ -87,8 +87,7 @@ def test_every_search_path_returns_the_exact_top_10(tables):
         truth = _exact_top_k(rows, window, vector)
         assert len(truth) == K
         assert window is not edge or toucher["chunk_id"] not in truth
-        start = int(window.start.timestamp() * 1_000_000)
-        end = OPEN_FUTURE if window.end is None else int(window.end.timestamp() * 1_000_000)
+        start, end = bounds(window)
         assert [ids[i] for i in brute.search(vector, start, end, K)[0]] == truth
         assert [ids[i] for i in paper.search(vector, start, end, K)[0]] == truth
         time_filter = TimeFilter(event=(window,))

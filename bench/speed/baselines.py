@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, to_micros
+from diachron.retrieval.interval_index import NCLS_SHIFT, OPEN_FUTURE, OPEN_PAST, to_micros
 
 __all__ = ["Arrays", "BruteForce", "PaperDesign", "load_arrays", "top_k"]
 
@@ -74,12 +74,16 @@ class PaperDesign:
         from ncls import NCLS64
 
         self.a = arrays
-        self.index = NCLS64(arrays.start, arrays.end, np.arange(len(arrays.start), dtype=np.int64))
+        # NCLS needs non-negative coordinates: shift (open past and instants before 1970 are negative)
+        self.index = NCLS64(arrays.start + NCLS_SHIFT, arrays.end + NCLS_SHIFT,
+                            np.arange(len(arrays.start), dtype=np.int64))
 
     def search(self, vector: np.ndarray, start: int, end: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-        _, hit = self.index.all_overlaps_both(np.array([start], dtype=np.int64), np.array([end], dtype=np.int64),
-                                              np.zeros(1, dtype=np.int64))
-        mask = np.zeros(len(self.a.vectors), dtype=bool)
-        mask[self.a.row[hit]] = True
+        _, hit = self.index.all_overlaps_both(np.array([start + NCLS_SHIFT], dtype=np.int64),
+                                              np.array([end + NCLS_SHIFT], dtype=np.int64), np.zeros(1, dtype=np.int64))
+        a = self.a
+        hit = hit[(a.start[hit] < end) & (a.end[hit] > start)]  # NCLS also reports touching intervals
+        mask = np.zeros(len(a.vectors), dtype=bool)
+        mask[a.row[hit]] = True
         rows = np.flatnonzero(mask)
         return top_k(rows, self.a.vectors[rows] @ vector, k)

@@ -11,7 +11,7 @@ Everything is derived from one ``numpy`` seed, so the same arguments give the sa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,7 @@ DIM = 384
 EPOCH_US = int(datetime(1995, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)
 SPAN_US = int(datetime(2025, 1, 1, tzinfo=UTC).timestamp() * 1_000_000) - EPOCH_US
 DAY_US = 86_400 * 1_000_000
-WINDOWS = ("1 month", "1 year", "7 years", "after")
+WINDOWS = ("1 day", "1 month", "1 year", "7 years", "20 years", "before", "after")
 _GRANULARITIES = np.array(["instant", "day", "month", "year"])
 _GRANULARITY_P = [0.10, 0.40, 0.30, 0.20]
 _LENGTH_US = np.array([1, DAY_US, 30 * DAY_US, 365 * DAY_US])
@@ -135,19 +135,26 @@ def queries(n_per_window: int, *, seed: int = 1, kind: str = "uniform") -> list[
     rng = np.random.default_rng(seed)
     centres = _unit(np.random.default_rng(10_000).standard_normal((_CENTRES, DIM), dtype=np.float32))
     out = []
-    years = {"1 month": None, "1 year": 1, "7 years": 7}
+    years = {"1 year": 1, "7 years": 7, "20 years": 20}
     for window in WINDOWS:
         for _ in range(n_per_window):
-            if window == "1 month":
+            granularity = "year"
+            if window in ("1 day", "1 month"):
                 year, month = int(rng.integers(1996, 2024)), int(rng.integers(1, 13))
                 start = datetime(year, month, 1, tzinfo=UTC)
                 end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+                granularity = "month"
+                if window == "1 day":
+                    start = start.replace(day=int(rng.integers(1, 29)))
+                    end, granularity = start + timedelta(days=1), "day"
             elif window == "after":
                 start, end = datetime(int(rng.integers(2016, 2021)), 1, 1, tzinfo=UTC), None
+            elif window == "before":
+                start, end = None, datetime(int(rng.integers(1999, 2004)), 1, 1, tzinfo=UTC)
             else:
                 year = int(rng.integers(1996, 2025 - years[window]))
                 start = datetime(year, 1, 1, tzinfo=UTC)
                 end = datetime(year + years[window], 1, 1, tzinfo=UTC)
             vector = _vectors(rng, 1, kind, centres)[0]
-            out.append(Query(window, Interval(start, end, "month" if window == "1 month" else "year"), vector))
+            out.append(Query(window, Interval(start, end, granularity), vector))
     return out

@@ -1,25 +1,26 @@
-"""Query-speed benchmark: interval-filtered top-10 on generated ``chunks`` tables (issue 7).
+"""Query-speed benchmark: interval-filtered top-10 on generated ``chunks`` tables (issues 7, 15).
 
-Run: ``python -m bench.speed.query --tier 100k`` (or ``--tier 1m``). Generated tables and their indexes are
-cached under ``--cache-dir`` (default ``~/.cache/diachron-bench``); results go to ``results/bench/`` (raw
-JSON + markdown) and the tables to ``bench/speed/LATEST.md``.
+Run: ``python -m bench.speed.query --tier 100k`` (or ``1m``, ``10m``; ``5k`` to check the plumbing).
+Generated tables, their time-partitioned index and build figures are cached under ``--cache-dir``
+(default ``~/.cache/diachron-bench``); results go to ``results/bench/`` (raw JSON + markdown) and the
+tables to ``bench/speed/LATEST.md``. The run ends with one JSON line per tier:
+``{"tier", "worst_p50_over_best_baseline", "min_recall_at_10", "load_average"}`` (the ``client`` path,
+over both vector kinds and every window).
 
-Paths, all exact, timed on the same queries in the same run:
+Paths, timed on the same queries in the same run, interleaved (all paths per query, rotating order) so
+that load on the shared machine falls on every path alike:
 
-Ranking by similarity only (``temporal_weight=0``, the paper's), so every path has one exact answer.
+* ``numpy`` — NumPy masked scan of all rows, vectors in memory (baseline).
+* ``paper`` — NCLS candidates + NumPy exact inner product, vectors in memory (TA-RAG's design; baseline).
+* ``client`` — what :class:`diachron.Client` runs: :class:`diachron.retrieval.search.Searcher` with the
+  planner over the table (ingest order) and its time-partitioned index as ``optimize`` builds it
+  (exact when candidates are few or the index cannot help, approximate otherwise), to the top-10 ids.
+* ``client+rows`` — the same, also reading the hit rows (text, intervals, …) as a search must.
+* ``exact`` — the same searcher with the planner held to exact scoring (time-ordered vectors).
 
-* ``fast`` / ``fast-sorted`` — :class:`diachron.retrieval.search.Searcher`, the Client's path (in-memory NCLS over row
-  offsets, vectors read from LanceDB with ``take``), on the same table and on a time-sorted copy
-  (:func:`bench.speed.layout.time_sorted`); ``fast-sorted+rows`` also reads the hit rows (its ``search``).
-* ``paper`` — NCLS candidates + NumPy exact inner product, vectors in memory (TA-RAG's design).
-* ``numpy`` — NumPy masked scan of all rows, vectors in memory.
-
-Latency is measured to the top-10 ids and scores, like the baselines;
-``fast-sorted+rows`` also reads the hit rows (text and time columns), as a search must.
-Queries are timed interleaved (all paths per query, rotating order) so that load on the shared machine
-falls on every path alike.
-"Cold" = the first query after opening the table (a new connection; for ``fast*`` a freshly built index),
-with the OS page cache as it is (it cannot be dropped without root).
+Ranking by similarity only (``temporal_weight=0``), so every path has one exact answer; recall@10 is
+measured against the NumPy scan. "Cold" = the first query after opening (a new connection and a freshly
+built in-memory interval index), with the OS page cache as it is (it cannot be dropped without root).
 """
 
 from __future__ import annotations
@@ -40,18 +41,20 @@ import numpy as np
 
 from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, Query, generate, queries
-from bench.speed.layout import time_sorted
 from bench.speed.report import write_reports
+from diachron.ingest.time_index import build_time_index
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST
+from diachron.retrieval.interval_index import bounds
 from diachron.retrieval.search import Searcher
+from diachron.schemas.time_index import index_dir
 
 log = logging.getLogger(__name__)
 
-TIERS = {"5k": 5_000, "100k": 100_000, "1m": 1_000_000}
-CACHE_FORMAT = "v1"
+TIERS = {"5k": 5_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
+CACHE_FORMAT = "v2"
 K = 10
-PATHS = ("numpy", "paper", "fast", "fast-sorted", "fast-sorted+rows")
+PATHS = ("numpy", "paper", "client", "client+rows", "exact")
+GENERATE_ROWS = 500_000  # rows generated and written per piece (bounded memory at 10m)
 
 
 def _dir_bytes(path: Path) -> int:
@@ -59,7 +62,7 @@ def _dir_bytes(path: Path) -> int:
 
 
 def prepare(n: int, kind: str, cache: Path, seed: int = 0) -> dict[str, Any]:
-    """Create (or reuse) the random-order and time-sorted tables with BTREE indexes; returns build stats."""
+    """Create (or reuse) the table (ingest order) and its time index; returns build stats."""
     import lancedb
 
     root = cache / f"{CACHE_FORMAT}-{n}-{kind}-{seed}"
@@ -67,24 +70,34 @@ def prepare(n: int, kind: str, cache: Path, seed: int = 0) -> dict[str, Any]:
     if stats_file.is_file():
         return json.loads(stats_file.read_text())
     shutil.rmtree(root, ignore_errors=True)
-    t0 = time.perf_counter()
-    table, _ = generate(n, seed=seed, kind=kind)
-    stats: dict[str, Any] = {"generate_s": time.perf_counter() - t0, "uri": str(root / "db")}
+    stats: dict[str, Any] = {"uri": str(root / "db"), "generate_s": 0.0, "write_s": 0.0}
     db = lancedb.connect(stats["uri"])
-    for name, data in (("chunks", table), ("chunks_sorted", None)):
+    table = None
+    for lo in range(0, n, GENERATE_ROWS):
         t0 = time.perf_counter()
-        data = data if data is not None else time_sorted(table)
-        stats[f"{name}_sort_s"] = time.perf_counter() - t0
+        data, _ = generate(min(GENERATE_ROWS, n - lo), seed=seed * 1000 + lo // GENERATE_ROWS, kind=kind)
+        if lo:  # unique ids across pieces
+            ids = [f"s{seed}-{i:08d}" for i in range(lo, lo + data.num_rows)]
+            data = data.set_column(0, "chunk_id", [ids])
+        stats["generate_s"] += time.perf_counter() - t0
         t0 = time.perf_counter()
-        target = db.create_table(name, data=data.to_batches(max_chunksize=65_536), schema=table.schema)
-        stats[f"{name}_write_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for column in ("event_start", "event_end"):
-            target.create_scalar_index(column, index_type="BTREE")
-        stats[f"{name}_btree_s"] = time.perf_counter() - t0
-        path = root / "db" / f"{name}.lance"
-        stats[f"{name}_disk_bytes"] = _dir_bytes(path)
-        stats[f"{name}_btree_bytes"] = _dir_bytes(path / "_indices")
+        batches = data.to_batches(max_chunksize=65_536)
+        if table is None:
+            table = db.create_table("chunks", data=batches, schema=data.schema)
+        else:
+            table.add(data)
+        stats["write_s"] += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for column in ("event_start", "event_end"):
+        table.create_scalar_index(column, index_type="BTREE")
+    stats["btree_s"] = time.perf_counter() - t0
+    dataset = table.to_lance()
+    t0 = time.perf_counter()
+    manifest = build_time_index(dataset, index_dir(str(dataset.uri)))
+    stats["time_index_s"] = time.perf_counter() - t0
+    stats["time_index_levels"] = manifest["levels"]
+    stats["table_disk_bytes"] = _dir_bytes(root / "db" / "chunks.lance")
+    stats["time_index_disk_bytes"] = _dir_bytes(index_dir(str(dataset.uri)))
     stats_file.write_text(json.dumps(stats, indent=1))
     return stats
 
@@ -93,16 +106,16 @@ def _chunk_offset(chunk_id: str) -> int:
     return int(chunk_id.rsplit("-", 1)[1])
 
 
-def _bounds(q: Query) -> tuple[int, int]:
-    start = int(q.interval.start.timestamp() * 1_000_000)
-    end = OPEN_FUTURE if q.interval.end is None else int(q.interval.end.timestamp() * 1_000_000)
-    return max(start, OPEN_PAST), end
-
-
 def _time(search: Callable[[Query], list[int]], query: Query) -> tuple[float, list[int]]:
     t0 = time.perf_counter()
     ids = search(query)
     return (time.perf_counter() - t0) * 1000, ids
+
+
+def _searcher(uri: str, *, exact: bool = False) -> Searcher:
+    import lancedb
+
+    return Searcher(lancedb.connect(uri).open_table("chunks"), temporal_weight=0.0, approximate=not exact)
 
 
 def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
@@ -110,35 +123,40 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
     import lancedb
 
     build = prepare(n, kind, cache)
-    db = lancedb.connect(build["uri"])
     t0 = time.perf_counter()
-    arrays = load_arrays(db.open_table("chunks").to_lance())
+    arrays = load_arrays(lancedb.connect(build["uri"]).open_table("chunks").to_lance())
     build["load_arrays_s"] = time.perf_counter() - t0
     brute = BruteForce(arrays)
     t0 = time.perf_counter()
     paper = PaperDesign(arrays)
     build["paper_ncls_build_s"] = time.perf_counter() - t0
     qs = queries(n_queries, kind=kind)
-    truth = {id(q): set(brute.search(q.vector, *_bounds(q), K)[0].tolist()) for q in qs}
-    selectivity = {w: statistics.mean(
-        len(set(arrays.row[(arrays.start < _bounds(q)[1]) & (arrays.end > _bounds(q)[0])].tolist())) / n
-        for q in qs if q.window == w) for w in WINDOWS}
+    truth = {id(q): set(brute.search(q.vector, *bounds(q.interval), K)[0].tolist()) for q in qs}
+    plans: dict[str, list[dict[str, Any]]] = {w: [] for w in WINDOWS}
 
     def open_path(path: str) -> Callable[[Query], list[int]]:
-        """A fresh searcher for ``path`` (new connection; for ``fast*`` a newly built index)."""
+        """A fresh searcher for ``path`` (new connection; a newly built in-memory interval index)."""
         if path == "numpy":
-            return lambda q: brute.search(q.vector, *_bounds(q), K)[0].tolist()
+            return lambda q: brute.search(q.vector, *bounds(q.interval), K)[0].tolist()
         if path == "paper":
-            return lambda q: paper.search(q.vector, *_bounds(q), K)[0].tolist()
-        table = lancedb.connect(build["uri"]).open_table("chunks" if path == "fast" else "chunks_sorted")
-        fast = Searcher(table, temporal_weight=0.0)
-        build.setdefault(f"{path}_index_build_s", fast.build_seconds)
-        if path == "fast-sorted+rows":
+            return lambda q: paper.search(q.vector, *bounds(q.interval), K)[0].tolist()
+        t0 = time.perf_counter()
+        searcher = _searcher(build["uri"], exact=path == "exact")
+        build.setdefault("searcher_open_s", time.perf_counter() - t0)
+        resident = searcher.index.nbytes + (searcher.time_index.resident_bytes if searcher.time_index else 0)
+        build["searcher_bytes_per_chunk"] = resident / n
+        if path == "client+rows":
             return lambda q: [_chunk_offset(h.row["chunk_id"])
-                              for h in fast.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
-        chunk_ids = np.array([_chunk_offset(c) for c in fast.dataset.to_table(columns=["chunk_id"])
+                              for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
+        chunk_ids = np.array([_chunk_offset(c) for c in searcher.dataset.to_table(columns=["chunk_id"])
                              .column("chunk_id").to_pylist()])  # evaluation only: offset -> generated row
-        return lambda q: chunk_ids[fast.top_k_offsets(q.vector, TimeFilter(event=(q.interval,)), k=K)[0]].tolist()
+
+        def run(q: Query) -> list[int]:
+            offsets, _, plan = searcher.top_k_planned(q.vector, TimeFilter(event=(q.interval,)), k=K)
+            if path == "client":
+                plans[q.window].append(plan.to_dict())
+            return chunk_ids[offsets].tolist()
+        return run
 
     paths: dict[str, dict[str, Any]] = {p: {} for p in PATHS}
     for window in WINDOWS:
@@ -154,12 +172,36 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
                 ms, ids = _time(searchers[path], q)
                 times[path].append(ms)
                 recalls[path].append(len(truth[id(q)] & set(ids)) / K)
+        selectivity = statistics.mean(len(arrays_rows(arrays, q)) / n for q in wq)
+        client_plans = plans[window][-len(wq):]
         for path in PATHS:
             paths[path][window] = {"cold_ms": cold[path], "p50_ms": float(np.percentile(times[path], 50)),
                                    "p95_ms": float(np.percentile(times[path], 95)),
-                                   "recall_at_10": statistics.mean(recalls[path]), "selectivity": selectivity[window]}
+                                   "recall_at_10": statistics.mean(recalls[path]),
+                                   "min_recall_at_10": min(recalls[path]), "selectivity": selectivity}
+        paths["client"][window]["approximate_share"] = statistics.mean(p["path"] == "approximate" for p in client_plans)
+        paths["client"][window]["expected_recall"] = min(p["expected_recall"] for p in client_plans)
         log.info("%s %s done", kind, window)
     return {"build": build, "paths": paths}
+
+
+def arrays_rows(arrays: Any, q: Query) -> np.ndarray:
+    """Distinct rows of ``arrays`` with an interval overlapping ``q`` (selectivity)."""
+    start, end = bounds(q.interval)
+    return np.unique(arrays.row[(arrays.start < end) & (arrays.end > start)])
+
+
+def summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The tier's one-line summary: worst ``client`` p50 ÷ best baseline p50, lowest recall@10, load."""
+    ratios, recalls = [], []
+    for data in result["kinds"].values():
+        paths = data["paths"]
+        for window, figures in paths["client"].items():
+            best = min(paths[b][window]["p50_ms"] for b in ("numpy", "paper"))
+            ratios.append(figures["p50_ms"] / best)
+            recalls.append(figures["min_recall_at_10"])
+    return {"tier": result["tier"], "worst_p50_over_best_baseline": round(max(ratios), 3),
+            "min_recall_at_10": round(min(recalls), 3), "load_average": round(os.getloadavg()[0], 2)}
 
 
 def ehypo_cost(sample: int) -> dict[str, Any]:
@@ -190,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tier", choices=sorted(TIERS), default="100k")
     parser.add_argument("--queries", type=int, default=15, help="queries per window kind")
     parser.add_argument("--kinds", default="uniform,clustered")
-    parser.add_argument("--ehypo-sample", type=int, default=3, help="queries per window for e_hypo (0 = skip)")
+    parser.add_argument("--ehypo-sample", type=int, default=0, help="queries per window for e_hypo (0 = skip)")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "diachron-bench")
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     args = parser.parse_args(argv)
@@ -198,14 +240,17 @@ def main(argv: list[str] | None = None) -> None:
     n = TIERS[args.tier]
     t0 = time.perf_counter()
     result: dict[str, Any] = {"tier": args.tier, "rows": n, "k": K, "queries_per_window": args.queries,
-                              "started": datetime.now(UTC).isoformat(), "kinds": {}}
+                              "started": datetime.now(UTC).isoformat(), "load_average_1m_at_start": os.getloadavg()[0],
+                              "kinds": {}}
     for kind in args.kinds.split(","):
         result["kinds"][kind] = run_kind(n, kind, args.cache_dir, args.queries)
     if args.ehypo_sample:
         result["ehypo"] = ehypo_cost(args.ehypo_sample)
     result["seconds"] = time.perf_counter() - t0
     result["load_average_1m_at_end"] = os.getloadavg()[0]
+    result["summary"] = summary(result)
     print(write_reports(result, args.out, f"query-{args.tier}"))
+    print(json.dumps(result["summary"]))
 
 
 if __name__ == "__main__":
