@@ -347,18 +347,19 @@ def _pools(config: IngestConfig) -> dict[str, Any]:
     nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
     cpus = max(1, int(resources.get("CPU", 1)))
     gpus = int(resources.get("GPU", 0))
+    from ray.data import ActorPoolStrategy
+
+    def pool(low: int, high: int) -> ActorPoolStrategy:
+        return ActorPoolStrategy(min_size=low, max_size=max(low, high))
+
     if gpus:
-        embed: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0.5, "concurrency": config.embed_actors or (1, gpus)}
+        embed: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0.5, "compute": pool(*(config.embed_actors or (1, gpus)))}
     else:
-        low = max(1, len(nodes))
-        embed = {"num_cpus": 0.5, "concurrency": config.embed_actors or (low, max(low, cpus - 1))}
-    embed["ray_remote_args_fn"] = _spread
-    return {"annotate": {"num_cpus": 0.25, "concurrency": (1, max(1, cpus // 2))},
-            "embed": embed, "validate": {"num_cpus": 0.25, "concurrency": (1, max(1, len(nodes)))}}
+        low = max(1, len(nodes))  # Ray Data spreads actors over nodes (DataContext.scheduling_strategy)
+        embed = {"num_cpus": 0.5, "compute": pool(*(config.embed_actors or (low, cpus - 1)))}
+    return {"annotate": {"num_cpus": 0.25, "compute": pool(1, cpus // 2)},
+            "embed": embed, "validate": {"num_cpus": 0.25, "compute": pool(1, len(nodes))}}
 
-
-def _spread() -> dict[str, Any]:
-    return {"scheduling_strategy": "SPREAD"}
 
 
 def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Staging, run_id: str, spec: Any,
@@ -370,6 +371,12 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
+    # Ray Data's notices are not the user's: "Progress bars disabled", "execution finished", datetime precision
+    for name in ("ray.data._internal.progress", "ray.data._internal.tensor_extensions.arrow"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    import warnings
+
+    warnings.filterwarnings("ignore", message="no explicit representation of timezones", category=UserWarning)
     pools = _pools(config)
     rows = list(_doc_input_rows(todo))
     # from_items builds the blocks in the driver: ``from_arrow`` runs a metadata task whose worker aborted

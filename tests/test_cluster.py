@@ -142,7 +142,7 @@ def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(cl
     assert state.returncode == 0, state.stderr[-2000:]
     assert len(json.loads(state.stdout.strip().splitlines()[-1])) >= 2   # the same from Ray's state API
     assert (summary["documents_written"], summary["chunks_written"]) == (24, 24)
-    for noise in ("progress bars", "fn_constructor_args", "token authentication"):
+    for noise in ("progress bars", "deprecated", "token authentication", "precision", "execution finished"):
         assert noise not in run.stderr.lower(), run.stderr[-2000:]
 
     single = tmp_path / "single"
