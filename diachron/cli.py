@@ -65,7 +65,7 @@ def _configure_logging(verbose: bool) -> None:
 
 def _fail(message: str) -> typer.Exit:
     """Print a one-line error and give the exit to raise."""
-    console.print(f"[red]error:[/] {escape(message)}")
+    console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)  # one line, however long
     return typer.Exit(1)
 
 

@@ -57,3 +57,85 @@ def test_ask_without_an_index_says_what_to_do(tmp_path):
     result = runner.invoke(app, ["ask", "anything", "--db", str(tmp_path / "none")])
     assert result.exit_code != 0
     assert "diachron ingest" in str(result.exception) or "diachron ingest" in result.output
+
+
+# ---- the CLI as a new user meets it (issue 14) ------------------------------------------------------------------
+
+def _options(command) -> list:
+    import typer.main
+
+    return [p for p in typer.main.get_command(app).commands[command].params if p.param_type_name == "option"]
+
+
+def test_every_option_has_help_text():
+    import typer.main
+
+    missing = [f"{name} {'/'.join(p.opts)}" for name in typer.main.get_command(app).commands
+               for p in _options(name) if not (p.help or "").strip()]
+    assert missing == []
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["ask", "   "], "the question is empty"),
+    (["ask", "How did IBM do in 2011?", "--now", "9999-12-31T23:00:00-05:00"], "out of range"),
+    (["ask", "How did IBM do in 2011?", "--as-of", "last week"], "ISO-8601"),
+])
+def test_ask_refuses_bad_input_in_one_line(argv, words):
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1
+    assert words in result.output and "Traceback" not in result.output
+    assert not isinstance(result.exception, OverflowError)
+
+
+def test_ingest_checks_its_sources_before_ray_starts(tmp_path):
+    """A missing file fails in one line, and Ray is never imported (a subprocess, so other tests' imports don't count)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom diachron.cli import app\n"
+              f"sys.argv = ['diachron', 'ingest', {str(tmp_path / 'missing.jsonl')!r}, '--db', {str(tmp_path / 'db')!r}]\n"
+              "try:\n    app()\nexcept SystemExit as exc:\n    code = exc.code\n"
+              "print('ray imported' if 'ray' in sys.modules else 'no ray', code)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split()[-3:] == ["no", "ray", "1"], done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: source not found:") and "missing.jsonl" in lines[0]
+    assert not (tmp_path / "db").exists()
+
+
+@pytest.mark.integration
+def test_ask_cards_show_the_question_as_asked_and_dates_as_people_write_them(stock_db):
+    question = "How did Microsoft Corp. (MSFT) stock perform in February 2011?"
+    result = runner.invoke(app, ["ask", question, "--db", stock_db[0], "-k", "1", "--now", "2026-01-01T00:00:00Z"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Q: {question}"
+    assert lines[1].startswith("Reading this as: 1 Feb 2011 – 28 Feb 2011 (at)")
+    assert "Answer for Feb 2011" in result.stdout and "published 28 Feb 2011" in result.stdout
+    assert "T00:00:00Z" not in result.stdout          # ISO stays in --json
+
+
+@pytest.mark.integration
+def test_an_empty_answer_says_why(stock_db):
+    """The stock summaries run 2000–2013: a question about 1850 gets the window, the gap and what to try."""
+    result = runner.invoke(app, ["ask", "How did IBM stock perform in 1850?", "--db", stock_db[0],
+                                 "--now", "2026-01-01T00:00:00Z"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "No evidence for 1 Jan 1850 – 31 Dec 1850 (at)." in text
+    assert "The index covers 2000 – 2013." in text and "Try a wider window" in text
+
+
+@pytest.mark.integration
+def test_ask_imports_no_ray_spacy_or_great_expectations(stock_db):
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom diachron.cli import app\n"
+              f"sys.argv = ['diachron', 'ask', 'How did IBM do in March 2011?', '--db', {stock_db[0]!r}, '-k', '1']\n"
+              "try:\n    app()\nexcept SystemExit:\n    pass\n"
+              "print(sorted({m.split('.')[0] for m in sys.modules} & {'ray', 'spacy', 'great_expectations', "
+              "'sentence_transformers'}))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
