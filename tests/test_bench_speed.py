@@ -8,12 +8,13 @@ import pytest
 
 from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
 from bench.speed.generate import WINDOWS, generate, queries
-from bench.speed.layout import time_sorted
+from diachron.ingest.time_index import build_time_index
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import bounds
 from diachron.retrieval.search import Searcher
 from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
 from diachron.schemas.time import Interval
+from diachron.schemas.time_index import index_dir
 
 K = 10
 
@@ -61,21 +62,20 @@ def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight:
 def tables(tmp_path_factory):
     table, _ = generate(5_000, seed=11, kind="uniform")
     db = lancedb.connect(str(tmp_path_factory.mktemp("bench") / "db"))
-    chunks = db.create_table("chunks", data=table)
-    ordered = db.create_table("chunks_sorted", data=time_sorted(table))
-    for t in (chunks, ordered):
-        for column in ("event_start", "event_end"):
-            t.create_scalar_index(column, index_type="BTREE")
-    return table.to_pylist(), chunks, ordered
+    chunks = db.create_table("chunks", data=table)  # vectors read with take (no time index)
+    indexed = db.create_table("chunks_indexed", data=table)  # vectors read from the time index, in time order
+    build_time_index(indexed.to_lance(), index_dir(indexed.to_lance().uri), segment_rows=512, ann_min_rows=1024)
+    return table.to_pylist(), chunks, indexed
 
 
 @pytest.mark.integration
 def test_every_search_path_returns_the_exact_top_10(tables):
-    rows, chunks, ordered = tables
+    rows, chunks, indexed = tables
     arrays = load_arrays(chunks.to_lance())
     ids = [r["chunk_id"] for r in rows]
     brute, paper = BruteForce(arrays), PaperDesign(arrays)
-    fast, fast_sorted = Searcher(chunks, temporal_weight=0.0), Searcher(ordered, temporal_weight=0.0)
+    fast, fast_indexed = Searcher(chunks, temporal_weight=0.0), Searcher(indexed, temporal_weight=0.0)
+    assert fast.time_index is None and fast_indexed.time_index is not None
     # a window starting where a chunk's only interval ends, queried with that chunk's own vector: touching
     # is not overlapping (half-open), so the best-scoring chunk must stay out
     toucher = next(r for r in rows if len(r["intervals"]) == 1 and r["intervals"][0]["granularity"] == "day")
@@ -92,14 +92,14 @@ def test_every_search_path_returns_the_exact_top_10(tables):
         assert [ids[i] for i in paper.search(vector, start, end, K)[0]] == truth
         time_filter = TimeFilter(event=(window,))
         by_id = {r["chunk_id"]: r for r in rows}
-        for searcher in (fast, fast_sorted):
+        for searcher in (fast, fast_indexed):
             hits = searcher.search(vector, time_filter, k=K)
             assert [h.row["chunk_id"] for h in hits] == truth
             expected = [float(np.dot(np.asarray(by_id[h.row["chunk_id"]]["vector"], dtype=np.float32), vector))
                         for h in hits]
             assert np.allclose([h.score for h in hits], expected, atol=1e-5)
         # with re-ranking by temporal focus: the independent re-rank of the same pool
-        reranked = fast_sorted.search(vector, time_filter, k=K, temporal_weight=0.1)
+        reranked = fast_indexed.search(vector, time_filter, k=K, temporal_weight=0.1)
         assert [h.row["chunk_id"] for h in reranked] == _exact_top_k(rows, window, vector, weight=0.1)
 
 
