@@ -372,6 +372,7 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     # Ray Data's notices are not the user's: "Progress bars disabled", "execution finished", datetime precision
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # warnings (e.g. "may hang") still shown
     for name in ("ray.data._internal.progress", "ray.data._internal.tensor_extensions.arrow"):
         logging.getLogger(name).setLevel(logging.ERROR)
     import warnings
