@@ -179,8 +179,10 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
                clock: Callable[[], datetime] | None = None) -> RunSummary:
     """Ingest ``sources`` into the store at ``config.db_uri``; the run's rows become visible together.
 
-    Ray workers annotate, embed and validate, and write their rows as staged Lance fragments
-    (:mod:`diachron.ingest.staging`); the driver holds plans and counts only. Then the driver commits the
+    The driver reads the sources and plans versions (it holds the source documents until their blocks are
+    built); Ray workers annotate, embed and validate, and write their rows as staged Lance fragments
+    (:mod:`diachron.ingest.staging`): the stages' output never passes through the driver, which receives
+    fragment metadata and counts only and streams the commit in batches. Then the driver commits the
     run: the ``runs`` marker, ``documents``, ``chunks`` (in ``event_start`` order), ``quarantine``, the
     final ``runs`` row — one transaction per table, every row stamped with the commit time (see
     :mod:`diachron.ingest.store` for how a run killed between two commits is repaired by the next).
