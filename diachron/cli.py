@@ -54,6 +54,8 @@ def _configure_logging(verbose: bool) -> None:
     os.environ["TRANSFORMERS_VERBOSITY"] = "info" if verbose else "error"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "0" if verbose else "1"
     os.environ["RAY_DEDUP_LOGS"] = "1"
+    if not verbose:  # Ray's C++ core worker writes notices (e.g. actor-restart caveats) straight to stderr
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in _NOISY:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)

@@ -107,6 +107,17 @@ function render(r) {
   renderThenNow(r.evidence);
   renderCards(r.evidence, intent);
   renderTrace(t);
+  if (r.evidence.some((e) => e.superseded_by)) fetchNow(r);
+}
+
+// A superseded card's series, as it stands now: the same question read as "current" (valid at the clock).
+async function fetchNow(r) {
+  const series = new Set(r.evidence.filter((e) => e.superseded_by).map((e) => e.series_id));
+  const response = await fetch("/search", { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ...last, window: { relation: "current" } }) });
+  if (!response.ok) return;
+  const current = (await response.json()).evidence.filter((e) => series.has(e.series_id) && !e.superseded_by);
+  renderThenNow([...r.evidence, ...current]);
 }
 
 function renderReading(intent) {
