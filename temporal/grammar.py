@@ -100,6 +100,10 @@ def _exclusive_clock_end(m: DucklingMatch) -> Interval:
     return Interval(iv.start, end, iv.granularity) if iv.start is None or iv.start < end else iv
 
 
+_YEARLY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?![a-z])|\b(?:spring|summer|"
+                     r"autumn|fall|winter)\b", _I)  # what a written year can complete (not a weekday, not "the 1st")
+
+
 def _year_context(text: str, start: int) -> int | None:
     left = text[max(0, start - 100):start]
     cut = list(re.finditer(r"[.;!?]\s|\n", left))
@@ -118,7 +122,7 @@ def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], ref
         return iv
     zone = ZoneInfo(timezone)
     year = _year_context(text, span[0])
-    if year is not None and not _YEAR_WORD.search(body):
+    if year is not None and not _YEAR_WORD.search(body) and (m.holiday or _YEARLY.search(body)):
         jan1 = to_utc(datetime(year, 1, 1), tz=zone)
         again = _reparse(body, jan1, timezone)
         if again is not None and again.interval.start is not None and again.interval.start.astimezone(zone).year == year:

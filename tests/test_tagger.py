@@ -283,3 +283,13 @@ def test_present_reference_is_the_publication_instant() -> None:
                                 reference=published)
     assert [m.text for m in mentions] == ["currently", "now"]
     assert all((m.interval.start, m.interval.end) == (published, published.replace(second=1)) for m in mentions)
+
+
+def test_a_written_year_completes_months_and_holidays_not_weekdays() -> None:
+    ref = datetime(2020, 1, 8, tzinfo=UTC)  # a Wednesday
+    born = extract_mentions("He was born in 1950 and on Monday he turned 70.", reference=ref)
+    assert (born[-1].interval.start, born[-1].interval.end) == (datetime(2020, 1, 6, tzinfo=UTC),
+                                                                datetime(2020, 1, 7, tzinfo=UTC))
+    xmas = extract_mentions("In 2008 the office closed at Christmas.", reference=ref)
+    assert (xmas[-1].interval.start, xmas[-1].interval.end) == (datetime(2008, 12, 25, tzinfo=UTC),
+                                                                datetime(2008, 12, 26, tzinfo=UTC))
