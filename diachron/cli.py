@@ -44,9 +44,15 @@ def _main(verbose: Annotated[bool, typer.Option("-v", "--verbose",
     _configure_logging(verbose)
 
 
+_VERBOSE = False
+
+
 def _configure_logging(verbose: bool) -> None:
     """Third-party log lines off by default (warnings of ours still show); ``-v`` brings them back."""
     import warnings
+
+    global _VERBOSE
+    _VERBOSE = verbose
 
     level = "info" if verbose else "error"
     for var in ("LANCE_LOG", "LANCEDB_LOG"):
@@ -104,6 +110,11 @@ def _ingest(sources: list[str], db: str, *, all_sotu: bool, annotator: str, mode
     from diachron.ingest.preflight import check_location
 
     check_location(db)  # a file or read-only --db: refused before Ray starts (the rest at run_ingest's start)
+    if not _VERBOSE:  # Ray Data configures its own logger on import: quiet it after, not before
+        import ray.data  # noqa: F401
+
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     from diachron.ingest.pipeline import IngestConfig, run_ingest
     from diachron.ingest.sources import SourceLimits
     from diachron.ingest.stages import StageConfig
