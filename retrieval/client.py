@@ -61,7 +61,7 @@ class Client:
     ``search``/``parse`` results over HTTP (keyword options: ``timeout`` in seconds).
     """
 
-    def __new__(cls, uri: str, *args: Any, **kwargs: Any) -> Any:
+    def __new__(cls, uri: str = "", *args: Any, **kwargs: Any) -> Any:  # uri optional: copy/pickle call __new__(cls)
         if str(uri).startswith(("http://", "https://")):
             from diachron.retrieval.remote import RemoteClient
 
