@@ -176,6 +176,12 @@ def ingest(
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(1) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. Ray timing out at start on an overloaded machine
+        if _VERBOSE:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise _fail(f"ingest failed ({type(exc).__name__}): {first} — `diachron -v ingest …` shows the traceback; "
+                    "re-running is safe (writes are idempotent)") from None
     if as_json:
         from dataclasses import asdict
 

@@ -64,7 +64,7 @@ def _start(db: str, port: int) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     process = subprocess.Popen([sys.executable, "-m", "diachron.cli", "serve", "--db", db, "--port", str(port)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 900  # a loaded machine takes minutes to import and load the model
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"diachron serve exited: {process.stderr.read().decode()[-2000:]}")
@@ -74,7 +74,7 @@ def _start(db: str, port: int) -> subprocess.Popen:
         except httpx.HTTPError:
             time.sleep(0.5)
     process.kill()
-    raise RuntimeError("diachron serve did not start within 180 s")
+    raise RuntimeError("diachron serve did not start within 900 s")
 
 
 def _search(url: str, question: str, k: int = 10) -> tuple[float, dict]:
