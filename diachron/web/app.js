@@ -70,7 +70,7 @@ function isInferred(iv) {
 }
 
 function timeUnknown(e) {
-  return e.time_status === "unknown" || e.time_source === "unknown" || e.tier === "unknown";
+  return e.time_source === "unknown" || e.time_status === "time unknown" || e.time_status === "unknown";
 }
 
 async function run(body) {
