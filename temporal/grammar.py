@@ -229,7 +229,10 @@ def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
         for m in found:
             if not _kept(m, piece):
                 continue
-            mention = _one(m, text, offset, reference, timezone)
+            try:
+                mention = _one(m, text, offset, reference, timezone)
+            except (ValueError, OverflowError):  # a reading past the years 1-9999 (a clock at their edge)
+                continue
             if mention is not None:
                 out.append(mention)
     return sorted(out, key=lambda g: g.span)

@@ -594,7 +594,7 @@ def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolve
         for m in pattern.finditer(text):
             try:
                 result = resolver(m, ctx)
-            except ValueError as exc:  # an impossible date such as 30 February
+            except (ValueError, OverflowError) as exc:  # 30 February, or past the years 1-9999
                 logger.debug("dropped %r: %s", m[0], exc)
                 continue
             if result is None:

@@ -213,3 +213,11 @@ def test_cli_intent_json() -> None:
     assert body["intent"]["intervals"][0]["start"] == "2007-05-01T00:00:00Z"
     bad = CliRunner().invoke(app, ["intent", "x", "--timezone", "Mars/Base"])
     assert bad.exit_code == 1 and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize("now", [datetime(9999, 12, 31, 23, tzinfo=UTC), datetime(1, 1, 1, 1, tzinfo=UTC)])
+@pytest.mark.parametrize("question", ["What happens tomorrow?", "What happened yesterday?", "What happened in 2015?",
+                                      "What happened on Friday?", "in 2 hours", "What happens next year?"])
+def test_clock_at_the_edge_of_the_calendar_never_raises(now: datetime, question: str) -> None:
+    intent = parse_intent(question, now=now)  # a reading past the years 1-9999 is dropped, the rest kept
+    assert all(i.start is None or 1 <= i.start.year <= 9999 for i in intent.intervals)
