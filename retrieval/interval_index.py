@@ -86,14 +86,15 @@ class IntervalIndex:
         return sum(a.nbytes for a in arrays) + 24 * len(self.starts)
 
     def event_intervals(self, time_filter: TimeFilter) -> np.ndarray:
-        """Sorted int64 interval indexes overlapping some event interval of the filter (exact, half-open)."""
+        """int64 indexes of the intervals overlapping some event interval of the filter (exact, half-open;
+        unsorted, an interval may repeat when several query intervals overlap it)."""
         qs, qe = zip(*(bounds(q) for q in time_filter.event), strict=True)
         q_starts, q_ends = np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64)
         query, hit = self._ncls.all_overlaps_both(q_starts + NCLS_SHIFT, q_ends + NCLS_SHIFT,
                                                   np.arange(len(qs), dtype=np.int64))
         # NCLS also reports intervals that merely touch a query bound; keep exact half-open overlaps
         exact = (self.starts[hit] < q_ends[query]) & (self.ends[hit] > q_starts[query])
-        return np.unique(hit[exact])
+        return hit[exact]
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
         """Sorted int64 row offsets passing ``time_filter`` exactly.

@@ -100,6 +100,12 @@ class TimePartitionedIndex:
         return self.order.nbytes + self.position.nbytes + sum(v.nbytes for v in self.nodes.values()) \
             + self.node_lists.nbytes + self.list_start.nbytes
 
+    def positions_of(self, rows: np.ndarray) -> np.ndarray:
+        """Sorted int64 time positions of indexed row offsets (``rows < num_rows``; O(num_rows), no sort)."""
+        mask = np.zeros(self.num_rows, dtype=bool)
+        mask[self.position[rows]] = True
+        return np.flatnonzero(mask)
+
     def inside(self, time_filter: TimeFilter) -> np.ndarray:
         """Bool per node: every row of the node passes ``time_filter`` (from the node statistics)."""
         s = self.nodes

@@ -52,6 +52,7 @@ PIECE_ROWS = 1024
 EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
 MIN_RECALL = 0.95
+MEMO_FILTERS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +118,7 @@ class Searcher:
         self.index = IntervalIndex.from_dataset(self.dataset)
         self.num_rows = self.index.num_rows
         self.time_index = _open_time_index(self.dataset)
+        self._memo: dict[TimeFilter, np.ndarray] = {}
         self._index_stamp = _stamp(self.dataset)
         self.build_seconds = time.perf_counter() - t0
 
@@ -126,8 +128,18 @@ class Searcher:
         return self.dataset.latest_version != self.version or _stamp(self.dataset) != self._index_stamp
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
-        """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.candidates`)."""
-        return self.index.candidates(time_filter)
+        """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.candidates`).
+
+        The last few filters' results are kept (a query asks for its candidates several times: count,
+        search, rejected examples); treat the returned array as read-only.
+        """
+        rows = self._memo.get(time_filter)
+        if rows is None:
+            rows = self.index.candidates(time_filter)
+            if len(self._memo) >= MEMO_FILTERS:
+                self._memo = {}  # replaced, not mutated while another thread may read it
+            self._memo[time_filter] = rows
+        return rows
 
     def count(self, time_filter: TimeFilter) -> int:
         """Number of rows passing ``time_filter`` (exact, from the in-memory index)."""
@@ -161,7 +173,7 @@ class Searcher:
         if ti is None or not self.approximate or len(rows) <= EXACT_MAX_ROWS:
             return exact, None
         indexed = rows[rows < ti.num_rows]
-        cover = ti.cover(np.sort(ti.position[indexed]), time_filter)
+        cover = ti.cover(ti.positions_of(indexed), time_filter)
         work = cover.scored_rows + len(rows) - len(indexed)
         if work <= 0.5 * len(rows) and cover.expected_recall >= MIN_RECALL:
             return Plan("approximate", len(rows), work, cover.expected_recall), cover
@@ -186,7 +198,7 @@ class Searcher:
         if cover is not None:
             pos, scores = ti.approximate(cover, query, k)
         else:
-            pos, scores = ti.exact(np.sort(ti.position[rows[rows < ti.num_rows]]), query, k)
+            pos, scores = ti.exact(ti.positions_of(rows[rows < ti.num_rows]), query, k)
         tail_rows, tail_scores = self.exact_top(tail, query, k)
         offsets = np.concatenate([ti.order[pos], tail_rows])
         scores = np.concatenate([scores, tail_scores])
