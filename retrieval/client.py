@@ -83,7 +83,8 @@ class Client:
             raise missing
         self.chunks = self.db.open_table("chunks")
         self.documents = self.db.open_table("documents") if "documents" in names else None
-        self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
+        # one intra-op thread: a query's few short anchor sentences gain nothing from more (see Embedder)
+        self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder, threads=1)
         self.intent_config = intent_config or IntentConfig()
         self.anchor_policy = anchor_policy
         self.temporal_weight = temporal_weight
