@@ -31,14 +31,15 @@ Tense = Literal["past", "future", "none"]
 
 _I = re.IGNORECASE
 _FUTURE = re.compile(r"\b(?:will|shall|won't|going\s+to|gonna|is\s+due|are\s+due|due\s+to|plans?\s+to|planned|"
-                     r"scheduled|expected\s+to|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
+                     r"scheduled|expected|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
                      _I)
 _IRREGULAR = ("was|were|had|did|said|told|met|went|came|made|took|gave|held|began|became|left|fell|rose|won|"
               "lost|sold|bought|paid|saw|ran|got|found|thought|brought|wrote|spoke|broke|chose|drove|grew|knew|"
               "sent|spent|stood|built|felt|kept|led|meant|struck|fought|hit|shut|quit|sank|swore|threw|wore|"
               "ago|earlier|last|yesterday|previously|formerly|once")
 _PAST = re.compile(rf"\b(?:{_IRREGULAR}|(?!(?:need|speed|seed|indeed|hundred|red|bed|feed|breed|shed|proceed|"
-                   r"exceed|succeed|planned|scheduled)\b)[a-z]{2,}ed)\b", _I)
+                   r"exceed|succeed|planned|scheduled|expected|united|limited|related|based|interested|"
+                   r"concerned|detailed|advanced|supposed|used)\b)[a-z]{2,}ed)\b", _I)
 _CLAUSE_END = re.compile(r"[.;!?]\s|\n")
 
 _RELATION = re.compile(

@@ -153,6 +153,8 @@ def test_hours_up_to_a_local_instant_in_a_named_zone_across_dst() -> None:
     ("What will happen on 20 May?", ("2026-05-20", "2026-05-21")),
     ("Meetings on 20 May?", ("2026-05-20", "2026-05-21")),
     ("What is planned for Friday?", ("2026-04-24", "2026-04-25")),
+    ("What is expected on 20 May?", ("2026-05-20", "2026-05-21")),
+    ("United Nations meeting on 20 May?", ("2026-05-20", "2026-05-21")),  # "United" is no past tense
 ])
 def test_year_less_dates_follow_the_tense(question: str, window: tuple[str, str]) -> None:
     intent = parse_intent(question, now=NOW)
