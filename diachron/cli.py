@@ -176,6 +176,8 @@ def ingest(
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(1) from None
+    except typer.Exit:
+        raise
     except Exception as exc:  # noqa: BLE001 - e.g. Ray timing out at start on an overloaded machine
         if _VERBOSE:
             raise
