@@ -11,8 +11,8 @@ Endpoints (JSON; timestamps ISO-8601 UTC with ``Z``, intervals half-open ``[star
 
 Bad input answers 400 (empty question, a clock that is not ISO-8601 or out of range, an inverted window)
 or 422 (a wrong type, ``k`` outside 1–100) with a one-line ``detail``; never a traceback. Searches run one
-at a time on a worker thread (the embedder already uses every core) with at most ``max_pending`` waiting
-(more → 503) and a per-request ``timeout_s`` (→ 504). The index is opened read-only; a new table version
+at a time on a worker thread with at most ``max_pending`` admitted (more → 503) and ``timeout_s`` per search
+once it runs (→ 504; the wait in line is bounded by ``max_pending``, not timed). The index is opened read-only; a new table version
 (a later ingest) is picked up by the next request, without a restart.
 """
 
@@ -54,7 +54,7 @@ class ServiceConfig:
     Attributes:
         db: LanceDB URI of the index (``None``: only ``/intent``, ``/health`` and the page).
         max_pending: searches admitted at once (running + waiting); more get 503.
-        timeout_s: seconds a search may take, waiting included; longer gets 504.
+        timeout_s: seconds one search may run (time waiting in line is not counted); longer gets 504.
         intent: time zone and fiscal calendar for reading questions.
     """
 
@@ -152,6 +152,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     index = _Index(config.db) if config.db else None
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diachron-search")
     admitted = asyncio.Semaphore(config.max_pending)
+    running = asyncio.Lock()  # one search at a time: the embedder already uses the cores it is given
     app = FastAPI(title="diachron", version=SCHEMA_VERSION,
                   description="Time-aware retrieval (TA-RAG): cited evidence inside the time a question means.")
 
@@ -193,7 +194,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         check_question(request.question)
         if admitted.locked():
             return _error(503, f"busy: {config.max_pending} searches already admitted, retry shortly")
-        async with admitted:
+        async with admitted, running:  # waiting in line is bounded by max_pending, not timed
             loop = asyncio.get_running_loop()
             try:
                 payload = await asyncio.wait_for(loop.run_in_executor(executor, run_search, request),

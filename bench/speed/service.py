@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated
 
@@ -121,7 +122,8 @@ def _concurrent(url: str, n: int) -> str:
     span = time.perf_counter() - t0
     walls = [w for w, _ in results]
     errors = sum(1 for _, s in results if s != 200)
-    return (f"{n} concurrent requests: {errors} errors, p50 {1000 * statistics.median(walls):.0f} ms, "
+    statuses = ", ".join(f"{code}: {count}" for code, count in sorted(Counter(s for _, s in results).items()))
+    return (f"{n} concurrent requests ({statuses}): {errors} errors, p50 {1000 * statistics.median(walls):.0f} ms, "
             f"p95 {1000 * _percentile(walls, 0.95):.0f} ms, all answered in {span:.1f} s")
 
 
