@@ -77,7 +77,8 @@ def _kept(m: DucklingMatch, text: str) -> bool:
         return whole and not _NUMERIC_ONLY.fullmatch(body)
     if body.lower() == "now" and re.match(r"\s+that\b", text[m.span[1]:m.span[1] + 8], _I):  # "now that ..."
         return False
-    if m.grain in ("second", "minute", "hour") and not _CLOCK_CUE.search(body) and not _BY_END.match(body):
+    if m.grain in ("second", "minute", "hour") and not _CLOCK_CUE.search(body) and not _BY_END.match(body) \
+            and not (m.is_interval and re.match(r"by\s", body, _I)):  # "by March 31": [now, 31 March)
         return False
     if _BARE.fullmatch(re.sub(r"^(?:on|in|at|during|for|of|by)\s+", "", body, flags=_I)) and not whole:
         return False
@@ -137,7 +138,8 @@ def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], ref
 
 def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone: str) -> GrammarMention | None:
     start, end = m.span
-    body = m.text
+    body = m.text.rstrip(",;: ")  # "announced Friday, …": Duckling keeps the comma
+    end -= len(m.text) - len(body)
     relation: str | None = None
     duckling_reading: Interval | None = None
     lead = _LEADING_RELATION.match(body)

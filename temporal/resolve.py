@@ -30,7 +30,7 @@ __all__ = ["Tense", "apply_relation", "relation_before", "tense_at"]
 Tense = Literal["past", "future", "none"]
 
 _I = re.IGNORECASE
-_FUTURE = re.compile(r"\b(?:will|shall|won't|going\s+to|gonna|is\s+due|are\s+due|due\s+to|plans?\s+to|planned|"
+_FUTURE = re.compile(r"\b(?:will|would|shall|won't|going\s+to|gonna|is\s+due|are\s+due|due\s+to|plans?\s+to|planned|"
                      r"scheduled|expected|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
                      _I)
 _IRREGULAR = ("was|were|had|did|said|told|met|went|came|made|took|gave|held|began|became|left|fell|rose|won|"

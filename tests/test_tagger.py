@@ -293,3 +293,14 @@ def test_a_written_year_completes_months_and_holidays_not_weekdays() -> None:
     xmas = extract_mentions("In 2008 the office closed at Christmas.", reference=ref)
     assert (xmas[-1].interval.start, xmas[-1].interval.end) == (datetime(2008, 12, 25, tzinfo=UTC),
                                                                 datetime(2008, 12, 26, tzinfo=UTC))
+
+
+def test_news_sentences_in_a_friday_article() -> None:
+    ref = datetime(1998, 3, 6, tzinfo=UTC)  # a Friday
+    text = ("The plan, announced Friday, runs for a year. A spokesman said the deal would close by March 31. "
+            "The company said Tuesday it would cut jobs.")
+    got = {m.text: m for m in extract_mentions(text, reference=ref)}
+    assert (got["Friday"].interval.start, got["Friday"].interval.end) == (ref, datetime(1998, 3, 7, tzinfo=UTC))
+    assert got["March 31"].relation == "by"
+    assert (got["March 31"].reading.start, got["March 31"].reading.end) == (ref, datetime(1998, 3, 31, tzinfo=UTC))
+    assert got["Tuesday"].interval.start == datetime(1998, 3, 3, tzinfo=UTC)
