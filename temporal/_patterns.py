@@ -66,6 +66,7 @@ MONTH = (r"(?-i:(?:January|February|March|April|May|June|July|August|September|O
 _ORD_WORD = "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
 DAY = rf"(?:[0-3]?\d(?:st|nd|rd|th)?|{_ORD_WORD})"
 YEAR4 = r"(?:1[6-9]\d\d|2[01]\d\d)"
+YEAR_M = r"(?:1[0-9]\d\d|2[01]\d\d)"  # a year after a month name: never a count, so 1000-1599 too ("May 1546")
 _NUM = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 NUMBER = rf"(?:\d{{1,2}}|{_NUM})"
 _FY = r"(?:FY\s?'?(?:\d{4}|\d{2})\b|fiscal\s+(?:year\s+)?(?:of\s+)?" + YEAR4 + ")"
@@ -75,8 +76,8 @@ def _c(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-WORD_DATE_MDY = _c(rf"\b(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d),?\s*(?P<year>{YEAR4})\b")
-WORD_DATE_DMY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})(?:\s+day)?\s+(?:of\s+)?(?P<month>{MONTH}),?\s+(?P<year>{YEAR4})\b")
+WORD_DATE_MDY = _c(rf"\b(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d),?\s*(?P<year>{YEAR_M})\b")
+WORD_DATE_DMY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})(?:\s+day)?\s+(?:of\s+)?(?P<month>{MONTH}),?\s+(?P<year>{YEAR_M})\b")
 DAY_RANGE = _c(rf"\b(?:from\s+)?(?P<month>{MONTH})\s+(?P<d1>{DAY})\s*(?:-|–|to|through)\s*(?P<d2>{DAY})(?!\d),?\s*"
                rf"(?P<year>{YEAR4})\b")
 # A day range whose first end omits the year (and maybe the month): "from 3 June to 7 June 2024",
@@ -89,7 +90,7 @@ DAY_RANGE_SHARED_YEAR = _c(
 ISO_DATE = _c(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?\b")
 NUMERIC_DATE = _c(r"(?<![\d.,/$])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<year>\d{4}|\d{2})"
                   r"(?![\d/-]|\.\d)")
-MONTH_YEAR = _c(rf"\b(?P<month>{MONTH}),?\s+(?:of\s+)?(?P<year>{YEAR4})\b")
+MONTH_YEAR = _c(rf"\b(?P<month>{MONTH}),?\s+(?:of\s+)?(?P<year>{YEAR_M})\b")
 MONTH_RANGE_YEAR = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH})\s*(?:-|–|—|to|through|until|till|and)\s*"
                       rf"(?P<m2>{MONTH}),?\s+(?P<year>{YEAR4})\b")
 YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|"
@@ -134,7 +135,7 @@ DURATION_UP_TO = _c(rf"\b(?:the\s+)?(?P<n>\d{{1,3}}|{_NUM})\s+(?P<unit>hours|day
                     rf"ending(?:\s+at)?|to|before)\s+(?P<t>{_CLOCK})\s+(?-i:{_ZONE_WORDS})?(?:on\s+)?"
                     rf"(?:(?P<month>{MONTH})\s+(?P<day>{DAY}),?\s*|(?:the\s+)?(?P<day2>{DAY})\s+(?:of\s+)?(?P<month2>{MONTH}),?\s+)"
                     rf"(?P<year>{YEAR4})\b")
-_ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DAY},?\s*{YEAR4}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR4}|{MONTH},?\s+{YEAR4}"
+_ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DAY},?\s*{YEAR_M}|{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR_M}|{MONTH},?\s+{YEAR_M}"
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
 RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
            rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")

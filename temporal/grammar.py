@@ -86,9 +86,13 @@ def _kept(m: DucklingMatch, text: str) -> bool:
 
 
 def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | None:
-    found = duckling_parse(body, reference=reference, timezone=timezone, latent=True)
-    whole = sorted((m for m in found if m.span == (0, len(body))), key=lambda m: m.latent)
-    return whole[0] if whole else None
+    for lead in ("", "in "):  # Duckling reads "May 2002" only after a word ("after May 2002", "in May 2002")
+        found = duckling_parse(lead + body, reference=reference, timezone=timezone, latent=True)
+        whole = sorted((m for m in found if m.span[1] == len(lead) + len(body) and m.span[0] in (0, len(lead))),
+                       key=lambda m: m.latent)
+        if whole:
+            return whole[0]
+    return None
 
 
 def _exclusive_clock_end(m: DucklingMatch) -> Interval:

@@ -314,12 +314,13 @@ def _year_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     return ctx.months(first, 1, 12 * (last - first + 1), G.YEAR)
 
 
-_PART_YEARS = {"early": (0, 4), "mid": (4, 3), "late": (7, 3)}  # decade: first, middle, last years
+_PART_YEARS = {"early": (0, 4), "mid": (3, 4), "late": (6, 4)}  # decade: first, middle, last four years
 _PART_MONTHS = {"early": (1, 4), "mid": (5, 4), "late": (9, 4)}  # year: Jan-Apr, May-Aug, Sep-Dec
 
 
 def _decade(m: re.Match[str], ctx: _Ctx) -> Interval:
-    """"the 1920s" is the decade; "the early 1980s" its first four years, "mid" 1984-86, "late" 1987-89."""
+    """"the 1920s" is the decade; "the early 1980s" its first four years (1980-83), "mid" 1983-86, "late"
+    1986-89 (as TimeQA's question grammar reads them)."""
     decade = int(m["decade"])
     if m["part"]:
         first, count = _PART_YEARS[m["part"].lower()]

@@ -223,3 +223,14 @@ def test_cli_intent_json() -> None:
 def test_clock_at_the_edge_of_the_calendar_never_raises(now: datetime, question: str) -> None:
     intent = parse_intent(question, now=now)  # a reading past the years 1-9999 is dropped, the rest kept
     assert all(i.start is None or 1 <= i.start.year <= 9999 for i in intent.intervals)
+
+
+@pytest.mark.parametrize(("question", "window"), [
+    # TimeQA questions (shared/data/timeqa_dev), windows from the dataset's own question grammar
+    ("What stadium was Athletic Club Omonoia Nicosia's home field in late 1950s?", ("1956-01-01", "1960-01-01")),
+    ("Who was prime minister of New Zealand after May 2002, Helen Clark?", ("2002-06-01", None)),
+    ("Who held the Regius Professorship between May 1546 and Oct 1551?", ("1546-05-01", "1551-11-01")),
+])
+def test_timeqa_windows(question: str, window: tuple[str, str | None]) -> None:
+    intent = parse_intent(question, now=datetime(2021, 9, 1, tzinfo=UTC))
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
