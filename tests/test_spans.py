@@ -55,6 +55,8 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
     ("From 1994 to 1995 , he was Officer in charge at the PNG Institute of Medical Research .", "From 1994 to 1995",
      "state"),
     ("He had played for SV Werden Bremen from 2012 up until this move .", "2012", "state_start"),
+    # a figure at a date is an event, whatever the verb (real stock summary): not a state ending
+    ("Apple Inc. shares closed April 2000 at $124.06 on April 28, 2000 .", "April 2000", "event"),
 ])
 def test_kind_from_the_relation_words(text: str, date: str, kind: str) -> None:
     assert _kind(text, date) == kind

@@ -64,13 +64,14 @@ _END_WORDS = (
     "ending", "ends", "stepped down", "dismissed", "replaced", "removed", "divorced", "died", "death",
     "closed", "dissolved", "defeated", "lost", "sold", "ceased", "quit", "released", "departed", "expired",
     "demolished", "disbanded", "abolished", "up to", "succeeded by", "ousted", "deposed", "fired", "sacked",
-    "terminated", "split", "broke up", "relegated",
+    "terminated", "broke up", "relegated",
 )
 _RANGE_WORDS = ("between", "from")
 _EVENT_PREPS = frozenset({"in", "on", "at", "by", "during", "of", "circa", "c.", "around", "about", "early",
                           "late", "mid", "ca.", "throughout", "within"})
 _CLAUSE_BREAK = re.compile(r"[.;:!?()\[\]]|,\s+(?:and|but|while|when|where|which|who)\b|\band\b")
 _WORD = re.compile(r"[a-z][a-z.\-]*")
+_FIGURE = re.compile(r"[$€£¥%]|\d\s*(?:percent|per cent)\b")
 
 
 def _phrase_re(words: Sequence[str]) -> re.Pattern[str]:
@@ -131,7 +132,8 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     Rules, first match wins: an explicit range (``is_range``, or "from X to Y" / "between X and Y") is a
     ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
     word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
-    ``state_start``; a bare date used as a modifier ("the 2002 election") a ``mention``; else an ``event``.
+    ``state_start``; a bare date used as a modifier ("the 2002 election") a ``mention``; a figure stated at
+    a date (a price, a percentage: "shares closed April 2000 at $124.06") an ``event``; else an ``event``.
     The relation word nearest before the date decides; failing that, the first one after it in the same
     clause ("On 1 May 2006, he was appointed …").
     """
@@ -148,6 +150,8 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     if last in ("the", "a", "an") or before.rstrip().endswith("'s"):
         return "mention"  # a date used as a modifier: "the 2002 election", "the 1989 Revolution"
     clause = _after(text, span[1])
+    if _FIGURE.search(before) or _FIGURE.search(clause):
+        return "event"  # a figure at a date ("shares closed April 2000 at $124.06", "won 52% in 2007")
     for part in (before, clause):  # the relation word before the date wins, then the one after it
         ends = [m.start() for m in _END_RE.finditer(part)]
         starts = [m.start() for m in _START_RE.finditer(part)]
