@@ -191,6 +191,8 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
     np.savez(tmp / fmt.NODES_FILE, level=level, lo=lo, hi=hi, **stats)
     kept = min(n_old // segment_rows * segment_rows, n_old)  # positions whose segment did not change
     ann, levels = _build_ann(vectors, level, lo, hi, ann_min_rows, kept, reuse, rng, target_recall)
+    np.save(tmp / fmt.CENTROIDS_FILE, ann.pop("centroids"))
+    np.save(tmp / fmt.MEMBERS_FILE, ann.pop("members"))
     np.savez(tmp / fmt.ANN_FILE, **ann)
     vectors.flush()
     probes = np.linspace(0, n - 1, min(n, 16)).astype(np.int64) if n else np.empty(0, dtype=np.int64)
@@ -220,6 +222,8 @@ def _reusable(previous: dict[str, Any] | None, directory: Path, data: pa.Table, 
         with np.load(directory / fmt.ANN_FILE) as ann, np.load(directory / fmt.NODES_FILE) as nodes:
             old_ann = {k: ann[k] for k in ann.files}
             old_nodes = {k: nodes[k] for k in ("level", "lo", "hi")}
+        old_ann["centroids"] = np.load(directory / fmt.CENTROIDS_FILE)
+        old_ann["members"] = np.load(directory / fmt.MEMBERS_FILE)
         order = np.load(directory / fmt.ORDER_FILE)
     except (OSError, ValueError, KeyError):
         return None

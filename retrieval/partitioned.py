@@ -57,17 +57,16 @@ class TimePartitionedIndex:
         self.directory = directory
         self.manifest = manifest
         self.num_rows = int(manifest["num_rows"])
-        self.order = np.load(directory / fmt.ORDER_FILE).astype(np.int64)
-        self.position = np.empty(self.num_rows, dtype=np.int64)
-        self.position[self.order] = np.arange(self.num_rows)
+        self.order = np.load(directory / fmt.ORDER_FILE).astype(np.int32, copy=False)  # position -> offset
+        self.position = np.empty(self.num_rows, dtype=np.int32)  # offset -> position
+        self.position[self.order] = np.arange(self.num_rows, dtype=np.int32)
         self.vectors = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")
         with np.load(directory / fmt.NODES_FILE) as nodes:
             self.nodes = {k: nodes[k] for k in nodes.files}
-        self.ann = np.load(directory / fmt.ANN_FILE, mmap_mode="r")
-        self.node_lists = np.asarray(self.ann["node_lists"])
-        self.list_start = np.asarray(self.ann["list_start"])
-        self.centroids = self.ann["centroids"]
-        self.members = self.ann["members"]
+        with np.load(directory / fmt.ANN_FILE) as ann:
+            self.node_lists, self.list_start = ann["node_lists"], ann["list_start"]
+        self.centroids = np.load(directory / fmt.CENTROIDS_FILE, mmap_mode="r")
+        self.members = np.load(directory / fmt.MEMBERS_FILE, mmap_mode="r")
         self.levels = {int(k): v for k, v in manifest["levels"].items()}
         level = self.nodes["level"]
         self.level_first = {int(lv): int(np.flatnonzero(level == lv)[0]) for lv in np.unique(level)}
@@ -96,7 +95,7 @@ class TimePartitionedIndex:
 
     @property
     def resident_bytes(self) -> int:
-        """Bytes held in memory (the memory-mapped vectors and lists are page cache, not counted)."""
+        """Bytes held in memory (the memory-mapped vectors, centroids and lists are page cache, not counted)."""
         return self.order.nbytes + self.position.nbytes + sum(v.nbytes for v in self.nodes.values()) \
             + self.node_lists.nbytes + self.list_start.nbytes
 

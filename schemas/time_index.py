@@ -10,9 +10,10 @@ version:
 * ``order.npy`` — int32 ``(num_rows,)``: time position → row offset (rows by hull start, unknown time last);
 * ``vectors.npy`` — float32 ``(num_rows, dim)`` in time order (memory-mapped by the reader);
 * ``nodes.npz`` — the tree (:func:`tree_nodes`) and per-node statistics (:data:`NODE_STATS`);
-* ``ann.npz`` — per ANN node an IVF partition of its rows: ``centroids`` float32 ``(lists, dim)``,
-  ``node_lists`` int64 ``(nodes + 1,)`` (lists of node ``i`` are ``node_lists[i]:node_lists[i + 1]``),
-  ``list_start`` int64 ``(lists + 1,)`` and ``members`` int32 (time positions grouped by list).
+* ``ann.npz`` — per ANN node an IVF partition of its rows: ``node_lists`` int64 ``(nodes + 1,)`` (lists
+  of node ``i`` are ``node_lists[i]:node_lists[i + 1]``) and ``list_start`` int64 ``(lists + 1,)``;
+  ``centroids.npy`` float32 ``(lists, dim)`` and ``members.npy`` int32 (time positions grouped by list),
+  memory-mapped by the reader.
 
 Time values are int64 µs since the epoch (UTC), open sides as ``±2**61``; intervals are half-open.
 """
@@ -23,16 +24,18 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ANN_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
+__all__ = ["ANN_FILE", "CENTROIDS_FILE", "MEMBERS_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
            "VECTORS_FILE", "tree_nodes"]
 
-FORMAT = "diachron-time-index/1"
+FORMAT = "diachron-time-index/2"
 DIR_SUFFIX = ".time_index"
 MANIFEST = "manifest.json"
 ORDER_FILE = "order.npy"
 VECTORS_FILE = "vectors.npy"
 NODES_FILE = "nodes.npz"
 ANN_FILE = "ann.npz"
+CENTROIDS_FILE = "centroids.npy"
+MEMBERS_FILE = "members.npy"
 
 #: per-node statistics over the node's rows: a node is *inside* a filter when every row passes it
 NODE_STATS = (
