@@ -51,7 +51,7 @@ from diachron.schemas.time_index import index_dir
 log = logging.getLogger(__name__)
 
 TIERS = {"5k": 5_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
-CACHE_FORMAT = "v2"
+CACHE_FORMAT = "v3"  # v3: time index format 2
 K = 10
 PATHS = ("numpy", "paper", "client", "client+rows", "exact")
 GENERATE_ROWS = 500_000  # rows generated and written per piece (bounded memory at 10m)
