@@ -37,7 +37,9 @@ from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.stages import StageConfig
 years = tuple(int(y) for y in sys.argv[2].split("-"))
 t0 = time.perf_counter()
-s = run_ingest(["sotu"], IngestConfig(db_uri=sys.argv[1], sotu_years=years, stages=StageConfig(embed_threads=1)))
+# embed batches of 32 chunks: a small corpus still makes several batches for the embed actors to share
+stages = StageConfig(embed_threads=1, embed_batch_size=8)
+s = run_ingest(["sotu"], IngestConfig(db_uri=sys.argv[1], sotu_years=years, stages=stages))
 print("RESULT " + json.dumps({**asdict(s), "wall_s": time.perf_counter() - t0}))
 """
 RSS_DRIVER = """
