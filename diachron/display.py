@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from diachron.schemas.time import Granularity, Interval, add_months, to_utc
+from diachron.schemas.time import Granularity, Interval, floor_to, to_utc
 
 __all__ = ["human_instant", "human_interval"]
-
-_MONTHS_BACK = {Granularity.MONTH: 1, Granularity.QUARTER: 3, Granularity.YEAR: 12, Granularity.DECADE: 120}
 
 
 def human_instant(value: datetime | None, granularity: Granularity | str = Granularity.DAY) -> str:
@@ -40,14 +38,10 @@ def human_instant(value: datetime | None, granularity: Granularity | str = Granu
 
 
 def _last_period(end: datetime, granularity: Granularity) -> datetime:
-    """The start of the last whole period of ``granularity`` before the exclusive ``end``."""
-    if granularity in _MONTHS_BACK:
-        return add_months(end, -_MONTHS_BACK[granularity])
-    if granularity is Granularity.DAY:
-        return end - timedelta(days=1)
-    if granularity is Granularity.HOUR:
-        return end - timedelta(hours=1)
-    return end
+    """The start of the period of ``granularity`` holding the last instant before the exclusive ``end``."""
+    if granularity is Granularity.INSTANT:
+        return end
+    return floor_to(end - timedelta(microseconds=1), granularity)
 
 
 def human_interval(interval: Interval, granularity: Granularity | str | None = None) -> str:

@@ -84,6 +84,7 @@ def test_year_one_is_iso_8601():
     (Interval(_utc(1921, 12, 6), _utc(1921, 12, 7), "day"), None, "6 Dec 1921"),
     (Interval(_utc(2012, 1, 1), _utc(2015, 1, 1), "year"), None, "2012 – 2014"),
     (Interval(_utc(1930, 1, 1), _utc(1940, 1, 1), "decade"), None, "1930s"),
+    (Interval(_utc(2000, 3, 1), _utc(2013, 4, 1), "month"), "year", "2000 – 2013"),   # an end inside 2013
     (Interval(_utc(2016, 1, 1), _utc(2016, 4, 1), "quarter"), None, "Q1 2016"),
     (Interval(None, _utc(1920, 1, 1), "year"), None, "before 1920"),
     (Interval(_utc(2020, 3, 3), None, "day"), None, "since 3 Mar 2020"),

@@ -4,20 +4,10 @@
 "use strict";
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-const MONTHS_BACK = { month: 1, quarter: 3, year: 12, decade: 120 };
 const $ = (id) => document.getElementById(id);
 let last = null;        // the last request body, re-used by "edit" and the clarification buttons
 
 function parseIso(s) { return s ? new Date(s) : null; }
-
-function addMonthsUTC(d, n) {
-  const total = d.getUTCFullYear() * 12 + d.getUTCMonth() + n;
-  const y = Math.floor(total / 12), m = total % 12;
-  const days = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  const out = new Date(d.getTime());
-  out.setUTCFullYear(y, m, Math.min(d.getUTCDate(), days));
-  return out;
-}
 
 function humanInstant(d, g = "day") {
   if (!d) return "—";
@@ -32,11 +22,17 @@ function humanInstant(d, g = "day") {
   return `${day} ${hh}:${mm} UTC`;
 }
 
+// The start of the period of granularity g holding the last instant before the exclusive end.
 function lastPeriod(end, g) {
-  if (MONTHS_BACK[g]) return addMonthsUTC(end, -MONTHS_BACK[g]);
-  if (g === "day") return new Date(end.getTime() - 86400000);
-  if (g === "hour") return new Date(end.getTime() - 3600000);
-  return end;
+  if (g === "instant") return end;
+  const t = new Date(end.getTime() - 1);
+  const y = t.getUTCFullYear(), m = t.getUTCMonth();
+  if (g === "decade") return new Date(Date.UTC(y - (y % 10), 0, 1));
+  if (g === "year") return new Date(Date.UTC(y, 0, 1));
+  if (g === "quarter") return new Date(Date.UTC(y, m - (m % 3), 1));
+  if (g === "month") return new Date(Date.UTC(y, m, 1));
+  if (g === "hour") return new Date(Date.UTC(y, m, t.getUTCDate(), t.getUTCHours()));
+  return new Date(Date.UTC(y, m, t.getUTCDate()));
 }
 
 // A half-open interval {start, end, granularity} as people write it: "Sep 2010 – Aug 2012", "before 1920".
