@@ -153,7 +153,25 @@ class Searcher:
             yield piece, _matrix(self.dataset.take(piece, columns=["vector"])) @ query
 
     def exact_top(self, rows: np.ndarray, vector: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(offsets, cosine)`` of the ``depth`` most similar of ``rows``, best first (exact)."""
+        """``(offsets, cosine)`` of the ``depth`` most similar of ``rows``, best first (exact): indexed rows
+        from the time index's vectors, the others (written after its build, or no index) with ``take``."""
+        query = np.asarray(vector, dtype=np.float32)
+        ti = self.time_index
+        if ti is None:
+            return self._take_top(rows, query, depth)
+        pos, scores = ti.exact(ti.positions_of(rows[rows < ti.num_rows]), query, depth)
+        return self._merge(ti.order[pos], scores, *self._take_top(rows[rows >= ti.num_rows], query, depth), depth)
+
+    @staticmethod
+    def _merge(a_rows: np.ndarray, a_scores: np.ndarray, b_rows: np.ndarray, b_scores: np.ndarray, depth: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        offsets = np.concatenate([a_rows.astype(np.int64), b_rows.astype(np.int64)])
+        scores = np.concatenate([a_scores, b_scores])
+        order = np.argsort(-scores, kind="stable")[:depth]
+        return offsets[order], scores[order]
+
+    def _take_top(self, rows: np.ndarray, vector: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, cosine)`` of the best ``depth`` of ``rows``, vectors read with ``take`` in pieces."""
         best_rows = np.empty(0, dtype=np.int64)
         best_scores = np.empty(0, dtype=np.float32)
         for piece, scores in self.scored_pieces(rows, vector):
@@ -190,20 +208,11 @@ class Searcher:
         """``(offsets, cosine, plan)``: the ``k`` best candidates by the path :meth:`plan` chooses."""
         rows = self.candidates(time_filter)
         plan, cover = self.plan(time_filter, rows)
-        query = np.asarray(vector, dtype=np.float32)
-        ti = self.time_index
-        if ti is None:
-            return (*self.exact_top(rows, query, k), plan)
-        tail = rows[rows >= ti.num_rows]
-        if cover is not None:
-            pos, scores = ti.approximate(cover, query, k)
-        else:
-            pos, scores = ti.exact(ti.positions_of(rows[rows < ti.num_rows]), query, k)
-        tail_rows, tail_scores = self.exact_top(tail, query, k)
-        offsets = np.concatenate([ti.order[pos], tail_rows])
-        scores = np.concatenate([scores, tail_scores])
-        order = np.argsort(-scores, kind="stable")[:k]
-        return offsets[order], scores[order], plan
+        if cover is None:
+            return (*self.exact_top(rows, vector, k), plan)
+        ti, query = self.time_index, np.asarray(vector, dtype=np.float32)
+        pos, scores = ti.approximate(cover, query, k)
+        return (*self._merge(ti.order[pos], scores, *self._take_top(rows[rows >= ti.num_rows], query, k), k), plan)
 
     def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
                temporal_weight: float | None = None) -> list[Hit]:
