@@ -200,6 +200,7 @@ def _iv(start, end, kind="event", provenance=None) -> dict:
     return {"start": start, "end": end, "granularity": "year", "text": None, "kind": kind, "provenance": provenance}
 
 
+@pytest.mark.integration
 def test_search_ranks_a_covering_span_above_a_passing_mention_and_admits_unknown_last(tmp_path) -> None:
     from diachron.retrieval.search import Searcher
     from diachron.schemas.records import ChunkRecord, arrow_schema
