@@ -352,16 +352,23 @@ def _pools(config: IngestConfig) -> dict[str, Any]:
     from ray.data import ActorPoolStrategy
 
     def pool(low: int, high: int) -> ActorPoolStrategy:
-        return ActorPoolStrategy(min_size=low, max_size=max(low, high))
+        return ActorPoolStrategy(min_size=low, max_size=max(low, high), max_tasks_in_flight_per_actor=2)
 
     if gpus:
         embed: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0.5, "compute": pool(*(config.embed_actors or (1, gpus)))}
     else:
-        low = max(1, len(nodes))  # Ray Data spreads actors over nodes (DataContext.scheduling_strategy)
+        low = max(1, len(nodes))
         embed = {"num_cpus": 0.5, "compute": pool(*(config.embed_actors or (low, cpus - 1)))}
+    # SPREAD: two half-CPU embed actors would otherwise pack onto one node (measured: one node embedded). Ray
+    # 2.60 takes a scheduling strategy only through this (deprecated, removed in 2.64) hook.
+    embed["ray_remote_args_fn"] = _spread
     return {"annotate": {"num_cpus": 0.25, "compute": pool(1, cpus // 2)},
             "embed": embed, "validate": {"num_cpus": 0.25, "compute": pool(1, len(nodes))}}
 
+
+
+def _spread() -> dict[str, Any]:
+    return {"scheduling_strategy": "SPREAD"}
 
 
 def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Staging, run_id: str, spec: Any,
@@ -373,6 +380,9 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
+    # start every pool's minimum actors (one embed actor per node) before data flows, or the first actor
+    # ready takes the whole (small) input and the other nodes idle
+    ctx.wait_for_min_actors_s = 900
     # Ray Data's notices are not the user's: "Progress bars disabled", "execution finished", datetime precision
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # warnings (e.g. "may hang") still shown
     for name in ("ray.data._internal.progress", "ray.data._internal.tensor_extensions.arrow"):
@@ -380,6 +390,7 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
     import warnings
 
     warnings.filterwarnings("ignore", message="no explicit representation of timezones", category=UserWarning)
+    warnings.filterwarnings("ignore", message="`ray_remote_args_fn` is deprecated")
     pools = _pools(config)
     rows = list(_doc_input_rows(todo))
     # from_items builds the blocks in the driver: ``from_arrow`` runs a metadata task whose worker aborted
