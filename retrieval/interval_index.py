@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.tiers import interval_weights, literal_mask, row_fit
+from diachron.retrieval.tiers import interval_weights, literal_mask, row_fit, window_cover
 from diachron.schemas.time import Interval
 
 __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
@@ -136,7 +136,9 @@ class IntervalIndex:
         idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) if len(offsets) else \
             np.empty(0, dtype=np.int64)
         hit = np.zeros(len(idx), dtype=bool)
+        cover = np.zeros(len(idx))
         for q in time_filter.event:
             start, end = bounds(q)
             hit |= (self.starts[idx] < end) & (self.ends[idx] > start)
-        return row_fit(counts, hit, self.weights[idx], self.literal[idx])
+            cover = np.maximum(cover, window_cover(self.starts[idx], self.ends[idx], start, end))
+        return row_fit(counts, hit, self.weights[idx] * np.where(self.literal[idx], 1.0, cover), self.literal[idx])

@@ -10,7 +10,8 @@ tier 1 only: where time is known, a source not valid at the question's time is a
 **Fit** (the ``focus`` of the ranking ``similarity + temporal_weight × fit``), in [0, 1]: the larger of
 ``share``, the weighted share of the chunk's intervals *as written* that overlap the window (a chunk that
 only quotes one in-window date among others fits less; with events only this is the earlier focus), and
-``derived``, the largest weight of a derived or inherited span overlapping it. Weights by kind and
+``derived``, the largest weight × covered share of the window of a derived or inherited span (a span
+covering the window counts fully; one touching its last day hardly at all). Weights by kind and
 provenance (:data:`WEIGHTS`): an interval as written (event or state) 1.0; a state span closed by the
 document's next or previous change 0.8; a span carried to the timeline's next change 0.6; a span left
 open 0.5; an inherited section span 0.4, document span 0.3; a date named in passing (``mention``) 0.25.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit"]
+__all__ = ["UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit", "window_cover"]
 
 #: weight of an interval by provenance (derived spans) or kind (intervals as written).
 WEIGHTS: dict[str, float] = {
@@ -55,6 +56,20 @@ def literal_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
     """True for intervals as written (no provenance, or the publication day)."""
     provenance = _field(flat, "provenance")
     return np.array([p is None or p == "published" for p in provenance], dtype=bool)
+
+
+def window_cover(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int) -> np.ndarray:
+    """Share of a window ``[q_start, q_end)`` (int64 µs) that each interval covers, in [0, 1].
+
+    An unbounded window (open side) counts as covered by any interval overlapping it (1.0); open interval
+    sides reach the window's bound.
+    """
+    from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST
+
+    if q_start <= OPEN_PAST or q_end >= OPEN_FUTURE:
+        return ((starts < q_end) & (ends > q_start)).astype(np.float64)
+    inside = np.minimum(ends, q_end) - np.maximum(starts, q_start)
+    return np.clip(inside / float(q_end - q_start), 0.0, 1.0)
 
 
 def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: np.ndarray) -> np.ndarray:
