@@ -223,3 +223,16 @@ def test_search_ranks_a_covering_span_above_a_passing_mention_and_admits_unknown
     assert [h.row["chunk_id"] for h in hits][:2] == ["member-since-1995", "the-2000-election"]
     strict = searcher.search(vector, TimeFilter(event=window), k=10)
     assert {h.row["chunk_id"] for h in strict} == {"member-since-1995", "the-2000-election"}
+
+
+def test_window_cover_share() -> None:
+    from diachron.retrieval.interval_index import OPEN_FUTURE, bounds
+    from diachron.retrieval.tiers import window_cover
+
+    # window Sep 2012 .. Feb 2013 (181 days); a span [Feb 28, Mar 2) covers its last day: 1/181
+    qs, qe = bounds(Interval(t(2012, 9), t(2013, 3)))
+    starts = np.array([bounds(Interval(t(2013, 2, 28), t(2013, 3, 2)))[0], bounds(Interval(t(2012), t(2014)))[0]])
+    ends = np.array([bounds(Interval(t(2013, 2, 28), t(2013, 3, 2)))[1], bounds(Interval(t(2012), t(2014)))[1]])
+    assert np.allclose(window_cover(starts, ends, qs, qe), [1 / 181, 1.0])
+    # an open window ("after 2012"): any overlapping interval covers it
+    assert window_cover(starts, ends, qs, OPEN_FUTURE).tolist() == [1.0, 1.0]
