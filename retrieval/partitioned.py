@@ -71,6 +71,7 @@ class TimePartitionedIndex:
         level = self.nodes["level"]
         self.level_first = {int(lv): int(np.flatnonzero(level == lv)[0]) for lv in np.unique(level)}
         self.root = len(level) - 1
+        self.has_ivf = bool(self.node_lists[-1])  # False: every node is scanned, a cover cannot save work
 
     @classmethod
     def open(cls, directory: Path, dataset: Any) -> TimePartitionedIndex | None:

@@ -188,7 +188,7 @@ class Searcher:
         rows = self.candidates(time_filter) if rows is None else rows
         exact = Plan("exact", len(rows), len(rows))
         ti = self.time_index
-        if ti is None or not self.approximate or len(rows) <= EXACT_MAX_ROWS:
+        if ti is None or not self.approximate or len(rows) <= EXACT_MAX_ROWS or not ti.has_ivf:
             return exact, None
         indexed = rows[rows < ti.num_rows]
         cover = ti.cover(ti.positions_of(indexed), time_filter)
