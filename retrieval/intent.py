@@ -262,12 +262,5 @@ def parse_question(question: str, *, now: datetime, timezone: str = "UTC",
         ValueError: an unknown time zone or an unreadable fiscal calendar (one line);
             :class:`QuestionTooLongError` (a ``ValueError``) beyond :data:`MAX_QUESTION_CHARS`.
     """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {timezone!r}: use an IANA name such as 'Europe/Paris'") from exc
-    fiscal = FiscalCalendar.parse(fiscal_calendar) if isinstance(fiscal_calendar, str) else \
-        fiscal_calendar or FiscalCalendar()
-    return parse_intent(question, now=now, config=IntentConfig(timezone=timezone, fiscal=fiscal))
+    config = TaggerConfig.from_options(timezone, fiscal_calendar)
+    return parse_intent(question, now=now, config=IntentConfig(timezone=config.timezone, fiscal=config.fiscal))

@@ -127,6 +127,27 @@ class TaggerConfig:
     date_order: Literal["auto", "DMY", "MDY"] = "auto"
     grammar: bool = True
 
+    @classmethod
+    def from_options(cls, timezone: str = "UTC", fiscal_calendar: FiscalCalendar | str | None = None) -> TaggerConfig:
+        """The configuration of the public entry points' options, checked.
+
+        Args:
+            timezone: an IANA zone name.
+            fiscal_calendar: a :class:`FiscalCalendar`, its words or short form (``"2:end"``), or ``None``.
+
+        Raises:
+            ValueError: an unknown time zone or an unreadable fiscal calendar (one line).
+        """
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {timezone!r}: use an IANA name such as 'Europe/Paris'") from exc
+        fiscal = FiscalCalendar.parse(fiscal_calendar) if isinstance(fiscal_calendar, str) else \
+            fiscal_calendar or FiscalCalendar()
+        return cls(timezone=timezone, fiscal=fiscal)
+
 
 @dataclass(frozen=True)
 class TimeMention:

@@ -87,21 +87,13 @@ def annotate_text(text: str, *, published_at: datetime | None, timezone: str = "
     Raises:
         ValueError: an unknown time zone or an unreadable fiscal calendar.
     """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     from diachron.ingest.annotation.base import DocumentContext
     from diachron.ingest.annotation.rules import RuleAnnotator
     from diachron.ingest.annotation.spans import classify
     from diachron.ingest.chunking import SentenceChunker
     from diachron.ingest.embedding import resolve_embedder
 
-    try:
-        ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {timezone!r}: use an IANA name such as 'Europe/Paris'") from exc
-    fiscal = FiscalCalendar.parse(fiscal_calendar) if isinstance(fiscal_calendar, str) else \
-        fiscal_calendar or FiscalCalendar()
-    config = TaggerConfig(timezone=timezone, fiscal=fiscal)
+    config = TaggerConfig.from_options(timezone, fiscal_calendar)
     annotator = RuleAnnotator(tagger=config)
     published = to_utc(published_at) if published_at is not None else None
     stage1 = annotator.annotate_document(DocumentContext("text", "", text[:1500], text[-1500:], published))
