@@ -9,14 +9,8 @@ node it runs on) and the result must equal a single-node run of the same input r
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +22,6 @@ from diachron.ingest.pipeline import IngestConfig, run_ingest
 
 pytestmark = pytest.mark.integration
 
-RAY = str(Path(sys.executable).with_name("ray"))
 DRIVER = """
 import json, sys
 from dataclasses import asdict
@@ -50,62 +43,13 @@ print(json.dumps(sorted({a.node_id for a in actors if "EmbedStage" in (a.class_n
 """
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ports(*flags: str) -> list[str]:
-    return [f"--{flag}={_port()}" for flag in flags]
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, str]]:
-    """Head + two workers, 1 CPU each, token auth on; yields the driver's environment."""
-    root = Path(tempfile.mkdtemp(prefix="dray"))  # short: Ray's socket paths must stay under 108 bytes
-    token = root / "token"
-    token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_raylet_start_wait_time_s": "180"}  # a loaded machine registers nodes slowly
-    env.pop("RAY_ADDRESS", None)
-    port = _port()
-    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats",
-              *_ports("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
-                      "metrics-export-port")]
-    logs = [root / f"node-{i}.log" for i in range(3)]
-    procs: list[subprocess.Popen] = []
-    try:
-        # the dashboard serves Ray's state API (ray[default]), used below to see where the embed actors ran
-        procs.append(_node([RAY, "start", "--head", f"--port={port}", "--include-dashboard=true",
-                            f"--temp-dir={root / 't'}", *_ports("ray-client-server-port", "dashboard-port"), *common],
-                           env, logs[0]))
-        for log in logs[1:]:  # one worker at a time: under load a raylet registers slowly
-            worker = [*common[:4], *_ports("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-                                           "runtime-env-agent-port", "metrics-export-port")]
-            procs.append(_node([RAY, "start", f"--address=127.0.0.1:{port}", *worker], env, log))
-        yield {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
-    finally:
-        for proc in reversed(procs):  # `ray start --block` stops its node's processes on SIGTERM
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        shutil.rmtree(root, ignore_errors=True)
+    """Head + two workers, 1 CPU each, token auth on, the head's dashboard for the state API; the driver env."""
+    from bench.speed.scaling import local_cluster
 
-
-def _node(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 600) -> subprocess.Popen:
-    """Start one ``ray start --block`` node and wait until it says it started (it registered with the GCS)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + timeout
-    while "Ray runtime started" not in log.read_text(errors="replace"):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"Ray node did not start: {log.read_text(errors='replace')[-3000:]}")
-        time.sleep(1)
-    return proc
+    with local_cluster(2, head_cpus=1, dashboard=True) as env:
+        yield env
 
 
 def _rows(db: Path) -> dict[str, list[dict[str, Any]]]:

@@ -82,8 +82,11 @@ def _node(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 600) 
 
 
 @contextmanager
-def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1) -> Iterator[dict[str, str]]:
+def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1,
+                  dashboard: bool = False) -> Iterator[dict[str, str]]:
     """A Ray cluster of this machine (head + ``workers`` worker nodes, token auth on); yields the driver env.
+
+    ``dashboard=True`` starts the head's dashboard, which serves Ray's state API (``ray[default]``).
 
     Every node runs under ``ray start --block`` as a child of this process and is stopped by SIGTERM on
     exit (never ``ray stop``, which would stop every Ray on the machine).
@@ -101,7 +104,7 @@ def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1) -> 
     procs: list[subprocess.Popen] = []
     try:
         procs.append(_node([RAY, "start", "--head", f"--port={port}", f"--num-cpus={head_cpus}",
-                            "--include-dashboard=false", f"--temp-dir={root / 't'}",
+                            f"--include-dashboard={str(dashboard).lower()}", f"--temp-dir={root / 't'}",
                             *_ports("ray-client-server-port", "dashboard-port", *agents), *node], env, root / "head.log"))
         for i in range(workers):
             procs.append(_node([RAY, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
