@@ -181,10 +181,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         assert index is not None
         intent = parse(request.question, request.now)
         as_of = parse_clock(request.as_of, "as_of")
-        if request.window is not None:
-            intent = _windowed(intent, request.window)
+        client = index.current()
         try:
-            return index.current().search_intent(intent, k=request.k, as_of=as_of).to_dict()
+            # an edited window replaces the question's time; else an event anchor is resolved as Client.search does
+            intent = _windowed(intent, request.window) if request.window is not None else \
+                client.anchored(request.question, intent, as_of=as_of)
+            return client.search_intent(intent, k=request.k, as_of=as_of).to_dict()
         except OverflowError:
             raise QueryInputError("the question's time lies outside the years 1–9999") from None
 

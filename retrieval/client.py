@@ -138,13 +138,19 @@ class Client:
         """
         t0 = time.perf_counter()
         intent = self.parse(question, now=now)
-        if use_time_filter:  # "after the merger": the event's time from a timeless search first (issue 12)
-            from diachron.retrieval.event_anchor import anchor_event, event_query
-
-            intent = anchor_event(question, intent, lambda event: self.search_intent(
-                event_query(event, intent), k=5, as_of=as_of, use_time_filter=False, use_ehypo=False).evidence)
+        if use_time_filter:
+            intent = self.anchored(question, intent, as_of=as_of)
         return self.search_intent(intent, k=k, as_of=as_of, use_time_filter=use_time_filter, use_ehypo=use_ehypo,
                                   chronological=chronological, diversify=diversify, strict=strict, _t0=t0)
+
+    def anchored(self, question: str, intent: TemporalIntent, *, as_of: datetime | None = None) -> TemporalIntent:
+        """``intent`` with an event-anchored time resolved ("after the merger": the event's time from a
+        timeless search of this index first, :mod:`diachron.retrieval.event_anchor`, issue 12); unchanged
+        when the question names no anchoring event."""
+        from diachron.retrieval.event_anchor import anchor_event, event_query
+
+        return anchor_event(question, intent, lambda event: self.search_intent(
+            event_query(event, intent), k=5, as_of=as_of, use_time_filter=False, use_ehypo=False).evidence)
 
     def search_intent(self, intent: TemporalIntent, *, k: int = 10, as_of: datetime | None = None,
                       use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,

@@ -104,3 +104,10 @@ def test_client_anchors_the_event_end_to_end(tmp_path: Path) -> None:
     assert [(i.start, i.end) for i in outage.intent.intervals] == [(datetime(2021, 2, 2, tzinfo=UTC),
                                                                     datetime(2021, 2, 3, tzinfo=UTC))]
     assert [e.doc_id for e in outage.evidence] == ["nw-4"]
+    from served import serving
+
+    from diachron.service import ServiceConfig
+
+    with serving(ServiceConfig(db=uri)) as url:  # the service anchors the event as the local Client does
+        remote = Client(url).search("What did Northwind do after the merger?", k=4, now=NOW)
+    assert remote.intent.intervals == after.intent.intervals
