@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from diachron.ingest.embedding import Embedder
 from diachron.retrieval.anchors import AnchorPolicy, anchors, hypothetical_embedding
+from diachron.retrieval.arguments import clock_argument
 from diachron.retrieval.context import build_evidence
 from diachron.retrieval.coverage import anchor_periods, coverage_top_k
 from diachron.retrieval.errors import EmbedderMismatchError, StoreNotFoundError
@@ -36,7 +37,7 @@ from diachron.retrieval.search import Hit, Hits, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, Signal
-from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
+from diachron.schemas.time import Granularity, Interval, format_instant
 
 __all__ = ["Client"]
 
@@ -115,7 +116,8 @@ class Client:
 
     def parse(self, question: str, *, now: datetime | None = None) -> TemporalIntent:
         """The question's temporal intent, read against ``now`` (default: the current UTC time)."""
-        return parse_intent(question, now=to_utc(now) if now else datetime.now(UTC), config=self.intent_config)
+        clock = clock_argument(now, "now")  # ConfigError (a ValueError) naming it, for a non-datetime
+        return parse_intent(question, now=clock or datetime.now(UTC), config=self.intent_config)
 
     def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None,
                use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
@@ -135,8 +137,12 @@ class Client:
 
         Returns:
             :class:`~diachron.schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
+
+        Raises:
+            ConfigError: ``now`` or ``as_of`` is no datetime (a ``ValueError`` naming the argument).
         """
         t0 = time.perf_counter()
+        as_of = clock_argument(as_of, "as_of")
         intent = self.parse(question, now=now)
         if use_time_filter:
             intent = self.anchored(question, intent, as_of=as_of)
@@ -159,7 +165,7 @@ class Client:
         """Like :meth:`search`, for an already-parsed (or hand-built) intent."""
         t0 = _t0 if _t0 is not None else time.perf_counter()
         seconds: dict[str, float] = {"parse": time.perf_counter() - t0}
-        time_filter = _time_filter(intent, as_of=to_utc(as_of) if as_of else None, strict=strict) if use_time_filter \
+        time_filter = _time_filter(intent, as_of=clock_argument(as_of, "as_of"), strict=strict) if use_time_filter \
             else TimeFilter()
         anchor_list = anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy) if use_ehypo else []
         t1 = time.perf_counter()

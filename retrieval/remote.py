@@ -17,10 +17,11 @@ from typing import Any
 
 import httpx
 
+from diachron.retrieval.arguments import clock_argument
 from diachron.retrieval.errors import RetrievalError
 from diachron.schemas.evidence import SearchResult, intent_from_dict
 from diachron.schemas.intent import TemporalIntent
-from diachron.schemas.time import format_instant, to_utc
+from diachron.schemas.time import format_instant
 
 __all__ = ["RemoteClient", "ServiceError"]
 
@@ -85,7 +86,7 @@ class RemoteClient:
 
     def parse(self, question: str, *, now: datetime | None = None) -> TemporalIntent:
         """The question's temporal intent as the service reads it (``/intent``; no index involved)."""
-        payload = self._call("POST", "/intent", json={"question": question, "now": _iso(now)})
+        payload = self._call("POST", "/intent", json={"question": question, "now": _iso(now, "now")})
         return intent_from_dict(payload["intent"])
 
     def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None
@@ -100,10 +101,15 @@ class RemoteClient:
 
         Returns:
             :class:`~diachron.schemas.evidence.SearchResult`, evidence chronological, ``score`` = cosine.
+
+        Raises:
+            ConfigError: ``now`` or ``as_of`` is no datetime (a ``ValueError``, raised before any request).
+            ServiceError: see the class.
         """
-        body = {"question": question, "k": k, "now": _iso(now), "as_of": _iso(as_of)}
+        body = {"question": question, "k": k, "now": _iso(now, "now"), "as_of": _iso(as_of, "as_of")}
         return SearchResult.from_dict(self._call("POST", "/search", json=body))
 
 
-def _iso(value: datetime | None) -> str | None:
-    return format_instant(to_utc(value)) if value is not None else None
+def _iso(value: datetime | None, name: str) -> str | None:
+    clock = clock_argument(value, name)
+    return format_instant(clock) if clock is not None else None

@@ -1,0 +1,59 @@
+"""The Python API's clock arguments: a wrong type is a ValueError naming the argument (remote and local Client)."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, date, datetime
+
+import pytest
+
+from diachron import Client
+from diachron.retrieval.arguments import clock_argument
+from diachron.retrieval.remote import RemoteClient, ServiceError
+from diachron.schemas.errors import ConfigError
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"now": "garbage"}, "now"), ({"as_of": "garbage"}, "as_of"),
+                                              ({"now": 1700000000}, "now")])
+def test_remote_search_refuses_a_clock_that_is_no_datetime_before_any_request(kwargs, name):
+    client = Client(f"http://127.0.0.1:{_closed_port()}")  # nothing listens: a request would be a ServiceError
+    assert isinstance(client, RemoteClient)
+    with pytest.raises(ConfigError) as caught:
+        client.search("How did IBM do in 2011?", **kwargs)
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value).startswith(f"{name} must be a datetime") and "\n" not in str(caught.value)
+
+
+def test_remote_parse_refuses_a_string_clock():
+    with pytest.raises(ConfigError, match=r"^now must be a datetime .*got str 'yesterday'"):
+        Client(f"http://127.0.0.1:{_closed_port()}").parse("What happened yesterday?", now="yesterday")
+
+
+def test_a_real_clock_still_reaches_the_wire():
+    """A valid datetime passes the check: with no service the call fails as a ServiceError, not a ConfigError."""
+    with pytest.raises(ServiceError) as caught:
+        Client(f"http://127.0.0.1:{_closed_port()}").search("x", now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert caught.value.status is None
+
+
+def test_clock_argument_normalises_to_utc():
+    assert clock_argument(None, "now") is None
+    assert clock_argument(date(2011, 3, 1), "now") == datetime(2011, 3, 1, tzinfo=UTC)
+    assert clock_argument(datetime(2011, 3, 1, 12), "now") == datetime(2011, 3, 1, 12, tzinfo=UTC)
+    with pytest.raises(ConfigError, match="lies outside the years 1-9999"):
+        from datetime import timedelta, timezone
+
+        clock_argument(datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))), "now")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("kwargs", "name"), [({"now": "garbage"}, "now"), ({"as_of": "2020-01-01"}, "as_of")])
+def test_local_search_refuses_a_clock_that_is_no_datetime(stock_db, kwargs, name):
+    with pytest.raises(ConfigError, match=rf"^{name} must be a datetime"):
+        Client(stock_db[0]).search("How did IBM stock perform in March 2011?", **kwargs)
