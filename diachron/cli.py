@@ -313,7 +313,8 @@ def _open_client(db: str) -> Any:
     if db.startswith(("http://", "https://")):
         return Client(db)
     embedder = Embedder(threads=1)  # see Embedder: one intra-op thread for a query's anchors
-    threading.Thread(target=embedder.warm_up, name="diachron-warm-up", daemon=True).start()
+    if "://" in db or Path(db).is_dir():  # else Client refuses it at once: no model load to overlap
+        threading.Thread(target=embedder.warm_up, name="diachron-warm-up", daemon=True).start()
     try:
         return Client(db, embedder=embedder)
     except RetrievalError as exc:

@@ -75,6 +75,9 @@ class Client:
 
         self.uri = str(uri)
         missing = StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
+        if "://" not in self.uri and Path(self.uri).is_file():
+            raise StoreNotFoundError(f"{self.uri!r} is a file, not a LanceDB directory: point --db (Python: Client(uri)) at the folder "
+                                     "`diachron ingest` wrote (e.g. data/diachron.lancedb)")
         if "://" not in self.uri and not Path(self.uri).is_dir():  # don't let connect() create an empty dir
             raise missing
         self.db = lancedb.connect(self.uri)

@@ -59,6 +59,17 @@ def test_ask_without_an_index_says_what_to_do(tmp_path):
     assert "diachron ingest" in str(result.exception) or "diachron ingest" in result.output
 
 
+def test_ask_with_a_file_as_db_says_it_is_a_file(tmp_path):
+    """A file given as --db is named as a file, not met with "run diachron ingest into <file>"."""
+    path = tmp_path / "notes.txt"
+    path.write_text("not an index")
+    result = runner.invoke(app, ["ask", "How did IBM do in 2011?", "--db", str(path)])
+    assert result.exit_code == 1
+    line = " ".join(result.output.split())
+    assert line.startswith("error:") and "is a file, not a LanceDB directory" in line
+    assert "diachron ingest SOURCE --db" not in line
+
+
 # ---- the CLI as a new user meets it (issue 14) ------------------------------------------------------------------
 
 def _options(command) -> list:
