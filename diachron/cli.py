@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,13 +18,45 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from typer.core import TyperGroup
 
 from diachron.display import human_instant, human_interval
 from diachron.query import QueryInputError, check_question, parse_clock
 from diachron.schemas.evidence import SCHEMA_VERSION, Evidence, SearchResult
 from diachron.schemas.time import format_instant, parse_instant
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+
+class _OneLineErrors(TyperGroup):
+    """Every error in one style: one line ``error: …`` on stderr. A usage error (unknown option, bad value,
+    missing argument) exits 2 and names the ``--help`` to read; our own refusals (``_fail``) exit 1."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = sys.argv[1:] if args is None else list(args)
+        if not standalone_mode or not argv:  # bare `diachron`: the help, as before
+            return super().main(args, prog_name, complete_var, standalone_mode=standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:  # click's errors (Typer vendors click): usage errors carry a ctx
+            line = " ".join(exc.format_message().split())
+            ctx = getattr(exc, "ctx", None)
+            if exc.exit_code == 2 and ctx is not None:
+                line += f" (see `{ctx.command_path} --help`)"
+            _echo(f"error: {line}")
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            _echo("error: aborted")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _echo(line: str) -> None:
+    """``line`` on stderr, plain (no markup read, no wrapping)."""
+    typer.echo(line, err=True)
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_OneLineErrors, pretty_exceptions_enable=False,
                   help="diachron: time-aware retrieval-augmented generation (TA-RAG on LanceDB).")
 console = Console(stderr=True)
 out = Console()
@@ -174,8 +207,7 @@ def ingest(
                           ray_address=ray_address, series_field=series_field, version_field=version_field,
                           max_text_chars=max_text_chars, split_large=split_large)
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
-        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise _fail(" ".join(str(exc).split())) from None
     except typer.Exit:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. Ray timing out at start on an overloaded machine

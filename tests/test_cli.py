@@ -98,6 +98,30 @@ def test_ask_refuses_bad_input_in_one_line(argv, words):
     assert not isinstance(result.exception, OverflowError)
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["ask", "--bogus", "x"], "No such option: --bogus"),
+    (["ask", "How did IBM do in 2011?", "-k", "0"], "'-k' / '--top-k'"),
+    (["ask"], "Missing argument 'question'"),
+    (["annotate", "text", "--published-at", "yesterday"], "--published-at must be ISO-8601"),
+    (["nosuch"], "No such command 'nosuch'"),
+])
+def test_usage_errors_are_one_line_on_stderr_with_exit_2(argv, words):
+    """Option-parse errors come in the style of our own errors ("error: …", one line), not a boxed panel."""
+    result = runner.invoke(app, argv, prog_name="diachron")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], result.stderr
+    assert lines[0].endswith(f"(see `diachron {argv[0]} --help`)" if argv[0] != "nosuch" else "(see `diachron --help`)")
+    assert not set("╭╮╰╯│") & set(result.stderr)
+
+
+def test_our_refusals_share_the_style_with_exit_1():
+    result = runner.invoke(app, ["intent", "How did IBM do?", "--now", "soon"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: --now must be an ISO-8601 instant") and result.stderr.count("\n") == 1
+
+
 def test_ingest_checks_its_sources_before_ray_starts(tmp_path):
     """A missing file fails in one line, and Ray is never imported (a subprocess, so other tests' imports don't count)."""
     import subprocess
