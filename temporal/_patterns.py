@@ -16,6 +16,7 @@ __all__ = [
     "DECADE",
     "DURATION_UP_TO",
     "DURATION_ENDED",
+    "GATES",
     "FISCAL_RELATIVE",
     "FISCAL_YEAR",
     "HALF",
@@ -41,6 +42,7 @@ __all__ = [
     "WORD_DATE_DMY",
     "WORD_DATE_MDY",
     "YEAR",
+    "YEAR_EARLY",
     "YEAR_RANGE",
     "month_number",
     "number_value",
@@ -93,9 +95,19 @@ NUMERIC_DATE = _c(r"(?<![\d.,/$])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=s
 MONTH_YEAR = _c(rf"\b(?P<month>{MONTH}),?\s+(?:of\s+)?(?P<year>{YEAR_M})\b")
 MONTH_RANGE_YEAR = _c(rf"\b(?:from\s+|between\s+)?(?P<m1>{MONTH})\s*(?:-|–|—|to|through|until|till|and)\s*"
                       rf"(?P<m2>{MONTH}),?\s+(?P<year>{YEAR4})\b")
+_ADDRESS = r"\s+(?:\w+\s+){0,2}(?:Avenue|Ave\.|Street|St\.|Road|Boulevard|Blvd|Lane|Drive|Place|Plaza)\b"
 YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|"
-          r"miles|shares|men|people|persons|dollars|feet|pounds)\b)")
-YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR4})\s*[-–—/]\s*(?P<y2>{YEAR4}|\d{{2}})(?![\d%/-])")
+          r"miles|shares|men|people|persons|dollars|feet|pounds)\b|" + _ADDRESS + ")")  # "1785 Massachusetts Avenue"
+# a span of years; 1000-1599 too ("1546–1553 : Robert Weston"): two four-digit years joined by a dash are
+# no count (the resolver refuses spans over 50 years)
+YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR_M})\s*[-–—/]\s*(?P<y2>{YEAR_M}|\d{{2}})(?![\d%/-])")
+# a year 1000-1599 only where a year preposition precedes it ("in 1544", "about 1541", "since 1066"): a bare
+# number in that range is more often a count
+_EARLY_CUES = ("in", "since", "until", "till", "from", "by", "about", "around", "circa", "c.", "ca.", "before",
+               "after", "during", "year")
+YEAR_EARLY = _c("(?:" + "|".join(rf"(?<=\b{re.escape(w)}\s)" for w in _EARLY_CUES) + ")"
+                r"(?P<year>1[0-5]\d\d)(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|miles|shares|men|people|"
+                r"persons|dollars|feet|pounds|soldiers|troops|metres|meters|km|words|pages)\b)")
 DECADE = _c(r"\b(?:the\s+)?(?:(?P<part>early|mid|late)[-\s])?(?P<decade>1[6-9]\d0|20\d0)'?s\b")
 # "early 2008", "mid-2007", "late 2008" (thirds of the year; decades are DECADE's)
 PART_OF_YEAR = _c(rf"\b(?:the\s+)?(?P<part>early|mid|late|end\s+of)[-\s]+(?P<year>{YEAR4})(?!'?s\b|\d)")
@@ -139,6 +151,42 @@ _ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DA
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
 RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
            rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")
+
+
+# --- gates: what every match of a pattern contains, so a text lacking it is not searched ---------------
+# Each gate is a necessary condition (a cheap search that any match of the pattern also satisfies), so
+# gating never changes what is found; it spares the costly patterns on the many chunks without, say, a
+# month name. Month and weekday names are case-sensitive as in MONTH and WEEKDAY; every four-digit year
+# of YEAR4/YEAR_M contains r"1\d{3}|2[01]\d\d"; every _ATOM ends in a digit and holds four digits.
+_G_MONTH = re.compile(r"Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
+_G_YEAR = re.compile(r"1\d{3}|2[01]\d\d")
+GATES: dict[re.Pattern[str], tuple[re.Pattern[str], ...]] = {
+    **{p: (_G_MONTH, _G_YEAR) for p in (WORD_DATE_MDY, WORD_DATE_DMY, MONTH_YEAR, DAY_RANGE, DAY_RANGE_SHARED_YEAR,
+                                         MONTH_RANGE_YEAR)},
+    MONTH_RANGE_BARE: (_G_MONTH,),
+    RELATIVE_MONTH_DAY: (_G_MONTH, _c(r"next|last|this")),
+    DURATION_UP_TO: (_G_MONTH, _G_YEAR, _c(r"hours|days|minutes")),
+    DURATION_ENDED: (_G_MONTH, _G_YEAR, _c(r"end(?:ed|ing)")),
+    ISO_DATE: (re.compile(r"\d{4}-\d\d-\d\d"),),
+    NUMERIC_DATE: (re.compile(r"\d[/.-]\d"),),
+    QUARTER: (_c(r"q[1-4]|quarter"),),
+    HALF: (_c(r"h[12]|half"),),
+    FISCAL_YEAR: (_c(r"fy|fiscal"),),
+    FISCAL_RELATIVE: (_c(r"fiscal"),),
+    DECADE: (_c(r"\d0'?s"),),
+    PART_OF_YEAR: (_G_YEAR, _c(r"early|mid|late|end")),
+    YEAR: (_G_YEAR,),
+    YEAR_RANGE: (_G_YEAR,),
+    CENTURY: (_c(r"century"),),
+    RELATIVE_ORDINAL_DAY: (_c(r"month"),),
+    RELATIVE_AGO: (_c(r"ago"),),
+    RELATIVE_PERIOD: (_c(r"week|month|quarter|year|decade"),),
+    RELATIVE_DAY: (_c(r"today|yesterday|tomorrow"),),
+    WEEKDAY: (re.compile(r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"),),
+    PRESENT_REF: (_c(r"now|present|currently"),),
+    CLOCK_RANGE: (_c(r"\d(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?\s*(?:-|–|to|until|till|and)\s*\d"),),
+    RANGE: (re.compile(r"\d{4}[\s\S]*\d{4}"), _c(r"\d\s*(?:–|—|-|to|through|until|till|and)")),
+}
 
 
 def month_number(name: str) -> int:

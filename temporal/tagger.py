@@ -587,7 +587,7 @@ _ATOM_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.WORD_DATE_MDY, _word_date, False), (P.WORD_DATE_DMY, _word_date, False), (P.ISO_DATE, _iso_date, False),
     (P.NUMERIC_DATE, _numeric_date, False), (P.MONTH_YEAR, _month_year, False), (P.QUARTER, _quarter, False),
     (P.HALF, _half, False), (P.FISCAL_YEAR, _fiscal_year, False), (P.DECADE, _decade, False),
-    (P.PART_OF_YEAR, _part_of_year, False), (P.YEAR, _year, False),
+    (P.PART_OF_YEAR, _part_of_year, False), (P.YEAR, _year, False), (P.YEAR_EARLY, _year, False),
 ]
 _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.DURATION_ENDED, _duration_ended, False), (P.CLOCK_RANGE, _clock_range, True), (P.RANGE, _range, True),
@@ -610,9 +610,27 @@ _ABSOLUTE_RANKS = {i for i, (pattern, _, _) in enumerate(_ALL_RULES)
                    if pattern in (P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR)}
 
 
+def _gated(text: str) -> Callable[[re.Pattern[str]], bool]:
+    """Whether a pattern can match ``text`` at all (:data:`_patterns.GATES`; each gate searched once)."""
+    seen: dict[re.Pattern[str], bool] = {}
+
+    def can_match(pattern: re.Pattern[str]) -> bool:
+        for gate in P.GATES.get(pattern, ()):
+            if gate not in seen:
+                seen[gate] = gate.search(text) is not None
+            if not seen[gate]:
+                return False
+        return True
+
+    return can_match
+
+
 def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolver, bool]]) -> list[_Candidate]:
     out: list[_Candidate] = []
+    can_match = _gated(text)
     for rank, (pattern, resolver, is_range) in enumerate(rules):
+        if not can_match(pattern):
+            continue
         for m in pattern.finditer(text):
             try:
                 result = resolver(m, ctx)
@@ -652,7 +670,7 @@ def _day_first(text: str, config: TaggerConfig) -> bool:
         return config.date_order == "DMY"
     votes: list[bool] = []
     separators: set[str] = set()
-    for m in P.NUMERIC_DATE.finditer(text):
+    for m in P.NUMERIC_DATE.finditer(text) if _gated(text)(P.NUMERIC_DATE) else ():
         first, second = int(m["a"]), int(m["b"])
         separators.add(m["sep"])
         if first > 12 >= second or second > 12 >= first:

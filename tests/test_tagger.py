@@ -304,3 +304,17 @@ def test_news_sentences_in_a_friday_article() -> None:
     assert got["March 31"].relation == "by"
     assert (got["March 31"].reading.start, got["March 31"].reading.end) == (ref, datetime(1998, 3, 31, tzinfo=UTC))
     assert got["Tuesday"].interval.start == datetime(1998, 3, 3, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # Wikipedia list and prose (TimeQA pages): early years in a dash range or after a year preposition
+    ("- 1546–1553 : Robert Weston ( jointly with John Story )", [_d("1546-01-01", "1554-01-01")]),
+    ("c . 1541–1557 : John Story", [_d("1541-01-01", "1558-01-01")]),
+    ("in 1544 Robert Weston was recorded as acting as Storys deputy", [_d("1544-01-01", "1545-01-01")]),
+    ("John Story was appointed in about 1541 .", [_d("1541-01-01", "1542-01-01")]),
+    # a bare number in 1000-1599 is a count; a number before a street name is an address
+    ("he led 1500 soldiers into the city", []),
+    ("The museum at 1785 Massachusetts Avenue opened", []),
+])
+def test_years_before_1600_and_addresses(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _pairs(text, reference=None) == expected
