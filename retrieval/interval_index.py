@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.tiers import interval_weights, literal_mask, row_fit, window_cover
+from diachron.retrieval.tiers import interval_weights, literal_mask, row_fit, state_mask, window_cover
 from diachron.schemas.time import Interval
 
 __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
@@ -64,6 +64,7 @@ class IntervalIndex:
         self.ends = to_micros(flat.field("end"), OPEN_FUTURE)
         self.interval_row = np.repeat(np.arange(self.num_rows, dtype=np.int32), counts)
         self.weights, self.literal = interval_weights(flat), literal_mask(flat)  # kinds -> fit (tiers)
+        self.state = state_mask(flat)
         self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._ncls = NCLS64(self.starts + NCLS_SHIFT, self.ends + NCLS_SHIFT,
                             np.arange(len(self.starts), dtype=np.int64))
@@ -141,4 +142,5 @@ class IntervalIndex:
             start, end = bounds(q)
             hit |= (self.starts[idx] < end) & (self.ends[idx] > start)
             cover = np.maximum(cover, window_cover(self.starts[idx], self.ends[idx], start, end))
-        return row_fit(counts, hit, self.weights[idx] * np.where(self.literal[idx], 1.0, cover), self.literal[idx])
+        return row_fit(counts, hit, self.weights[idx] * np.where(self.literal[idx], 1.0, cover), self.literal[idx],
+                       self.state[idx])

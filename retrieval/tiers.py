@@ -7,9 +7,11 @@ a lower fit and marked ``time unknown`` on their card, never dropped silently. C
 and does not overlap are rejected. ``strict=True`` (:class:`~diachron.retrieval.filters.TimeFilter`) keeps
 tier 1 only: where time is known, a source not valid at the question's time is a hard failure.
 
-**Fit** (the ``focus`` of the ranking ``similarity + temporal_weight × fit``), in [0, 1]: the larger of
-``share``, the weighted share of the chunk's intervals *as written* that overlap the window (a chunk that
-only quotes one in-window date among others fits less; with events only this is the earlier focus), and
+**Fit** (the ``focus`` of the ranking ``similarity + temporal_weight × fit``), in [0, 1]: the largest of
+``share``, the weighted share of the chunk's dated *events and mentions as written* that overlap the window
+(a chunk that only quotes one in-window date among others fits less: a prior close, a year-to-date base),
+``stated``, the weight of a *state span as written* that overlaps the window ("Palacio de Deportes
+(1986–1998)" fits a question about 1988 fully, however many other spans the list names), and
 ``derived``, the largest weight × covered share of the window of a derived or inherited span (a span
 covering the window counts fully; one touching its last day hardly at all). Weights by kind and
 provenance (:data:`WEIGHTS`): an interval as written (event or state) 1.0; a state span closed by the
@@ -23,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit", "window_cover"]
+__all__ = ["STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit",
+           "state_mask", "window_cover"]
 
 #: weight of an interval by provenance (derived spans) or kind (intervals as written).
 WEIGHTS: dict[str, float] = {
@@ -32,6 +35,8 @@ WEIGHTS: dict[str, float] = {
     "inferred:open": 0.5, "inferred:open-past": 0.5, "inherited:section": 0.4, "inherited:document": 0.3,
 }
 UNKNOWN_FIT = 0.1
+#: kinds of an interval as written that state a span the fact holds (not a point in it).
+STATE_KINDS = frozenset({"state", "state_start", "state_end"})
 
 
 def _field(flat: pa.StructArray | pa.ChunkedArray, name: str) -> list[str | None]:
@@ -58,6 +63,12 @@ def literal_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
     return np.array([p is None or p == "published" for p in provenance], dtype=bool)
 
 
+def state_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
+    """True for intervals as written whose kind states a span (:data:`STATE_KINDS`)."""
+    kinds, provenance = _field(flat, "kind"), _field(flat, "provenance")
+    return np.array([p is None and k in STATE_KINDS for k, p in zip(kinds, provenance, strict=True)], dtype=bool)
+
+
 def window_cover(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int) -> np.ndarray:
     """Share of a window ``[q_start, q_end)`` (int64 µs) that each interval covers, in [0, 1].
 
@@ -72,28 +83,33 @@ def window_cover(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int)
     return np.clip(inside / float(q_end - q_start), 0.0, 1.0)
 
 
-def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: np.ndarray) -> np.ndarray:
+def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: np.ndarray,
+            state: np.ndarray | None = None) -> np.ndarray:
     """Temporal fit per row (float64 ``(rows,)``) from its intervals, CSR-style.
 
     Args:
         counts: intervals per row, int64 ``(rows,)``; the rows' intervals are consecutive in the arrays.
         hit: bool per interval: overlaps the question's window.
-        weights: per-interval weight (:func:`interval_weights`).
+        weights: per-interval weight (:func:`interval_weights`; derived spans already × window cover).
         literal: per-interval: written in the text (:func:`literal_mask`).
+        state: per-interval: a state span as written (:func:`state_mask`); ``None`` = none.
 
-    A row without intervals (unknown time) gets :data:`UNKNOWN_FIT`.
+    ``max(share, stated, derived)`` (module docstring). A row without intervals (unknown time) gets
+    :data:`UNKNOWN_FIT`.
     """
     rows = np.repeat(np.arange(len(counts)), counts)
     out = np.full(len(counts), UNKNOWN_FIT)
     if not len(rows):
         return out
+    state = np.zeros(len(rows), dtype=bool) if state is None else state
     hit_w = np.where(hit, weights, 0.0)
-    derived = np.zeros(len(counts))
-    np.maximum.at(derived, rows, np.where(literal, 0.0, hit_w))
-    lit_n = np.bincount(rows, weights=literal.astype(np.float64), minlength=len(counts))
-    lit_hit = np.bincount(rows, weights=np.where(literal, hit_w, 0.0), minlength=len(counts))
+    best = np.zeros(len(counts))
+    np.maximum.at(best, rows, np.where(~literal | state, hit_w, 0.0))  # derived spans and stated spans
+    points = literal & ~state
+    lit_n = np.bincount(rows, weights=points.astype(np.float64), minlength=len(counts))
+    lit_hit = np.bincount(rows, weights=np.where(points, hit_w, 0.0), minlength=len(counts))
     share = np.divide(lit_hit, lit_n, out=np.zeros(len(counts)), where=lit_n > 0)
-    return np.where(counts > 0, np.maximum(share, derived), out)
+    return np.where(counts > 0, np.maximum(share, best), out)
 
 
 def describe(time_source: str | None) -> str:

@@ -101,6 +101,16 @@ def test_state_end_closes_a_span_opened_earlier() -> None:
     # a state end with nothing dated before it is open to the past
     (alone,) = document_timeline([[until]])
     assert _spans(alone, "inferred:open-past") == [Interval(None, t(1939, 12, 5))]
+    # a dated event between the start and the end does not say when the state began: the end closes the
+    # span of the last change (he joined in 2001, won the cup in 2009, left in 2012: a member 2001-2012)
+    joined = Span(period(t(2001), Granularity.YEAR), "state_start", "2001")
+    won = Span(period(t(2009), Granularity.YEAR), "event", "2009")
+    left = Span(period(t(2012), Granularity.YEAR), "state_end", "2012")
+    out = document_timeline([[joined], [won], [left]])
+    assert _spans(out[2], "inferred:previous-change") == [Interval(t(2001), t(2013))]
+    # an end with only events before it is open to the past ("editor until May 2013", no start written)
+    (editor,) = document_timeline([[won, left]])
+    assert _spans(editor, "inferred:open-past") == [Interval(None, t(2013))]
 
 
 def test_undated_chunks_inherit_section_then_document_then_nothing() -> None:
@@ -174,6 +184,17 @@ def test_fit_weighs_spans_by_kind_and_provenance() -> None:
     weights = np.array([1.0, 1.0, 1.0, 1.0, 0.8, 0.25])
     literal = np.array([True, True, True, True, False, True])
     assert row_fit(counts, hit, weights, literal).tolist() == [1.0, 0.5, 0.8, 0.25, UNKNOWN_FIT]
+
+
+def test_a_stated_span_in_the_window_fits_fully_among_other_spans() -> None:
+    # Real Madrid's arenas: "(1966–1986)", "(1986–1998)", "(1998–1999)" as written, a question about 1988:
+    # the list states the one span that holds -> 1.0 (as events, one of three would give 1/3)
+    counts = np.array([3, 3])
+    hit = np.array([False, True, False, False, True, False])
+    weights = np.ones(6)
+    literal = np.ones(6, dtype=bool)
+    state = np.array([True, True, True, False, False, False])  # row 1: the same dates as events
+    assert row_fit(counts, hit, weights, literal, state).tolist() == [1.0, pytest.approx(1 / 3)]
 
 
 def test_time_filter_tiers_and_strict() -> None:

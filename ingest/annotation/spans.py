@@ -16,8 +16,9 @@ words of the clause). :func:`document_timeline` then works over one document's c
 1. **Opening and closing.** A ``state_start`` at ``[a, b)`` opens a span ``[a, c)`` where ``c`` is the
    start of the next change in the document's own timeline (the next dated ``state_start`` or ``state``
    after ``b``; the next appointment, the next club, the next version), else stays open (``end = None``).
-   A ``state_end`` at ``[a, b)`` closes a span ``[c, b)`` where ``c`` is the latest dated change before
-   ``a`` (else the open past). The derived span is added beside the literal one (the literal date stays:
+   A ``state_end`` at ``[a, b)`` closes a span ``[c, b)`` where ``c`` is the latest dated change (a
+   ``state_start`` or ``state``) before ``a``, the span it closes, else the open past: a dated event in
+   between ("he won the cup in 2009") does not say when the state began. The derived span is added beside the literal one (the literal date stays:
    it is the evidence), with ``provenance`` ``inferred:next-change``, ``inferred:open``,
    ``inferred:previous-change`` or ``inferred:open-past``; literal intervals have ``provenance = None``.
 2. **Carrying.** A chunk's dated facts hold from its first date until the document's timeline moves on:
@@ -216,9 +217,9 @@ def _open(span: Span, changes: list[datetime]) -> Span:
     return Span(Interval(span.interval.start, None, span.interval.granularity), "state", span.text, "inferred:open")
 
 
-def _close(span: Span, points: list[datetime]) -> Span:
+def _close(span: Span, changes: list[datetime]) -> Span:
     start = span.interval.start
-    earlier = [p for p in points if start is not None and p < start]
+    earlier = [c for c in changes if start is not None and c < start]
     if earlier:
         return Span(Interval(earlier[-1], span.interval.end, span.interval.granularity), "state", span.text,
                     "inferred:previous-change")
@@ -277,7 +278,7 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     own: list[list[Span]] = []
     for spans in chunks:
         derived = [_open(s, changes) for s in spans if s.kind == "state_start"]
-        derived += [_close(s, points) for s in spans if s.kind == "state_end"]
+        derived += [_close(s, changes) for s in spans if s.kind == "state_end"]
         carried = _carry(spans, points) if carry else None
         derived += [carried] if carried is not None else []
         own.append([*spans, *derived])
