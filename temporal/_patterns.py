@@ -102,10 +102,10 @@ YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?
 # no count (the resolver refuses spans over 50 years)
 YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR_M})\s*[-–—/]\s*(?P<y2>{YEAR_M}|\d{{2}})(?![\d%/-])")
 # a year 1000-1599 only where a year preposition precedes it ("in 1544", "about 1541", "since 1066"): a bare
-# number in that range is more often a count
+# number in that range is more often a count (the lookahead first spares the lookbehinds at every other position)
 _EARLY_CUES = ("in", "since", "until", "till", "from", "by", "about", "around", "circa", "c.", "ca.", "before",
                "after", "during", "year")
-YEAR_EARLY = _c("(?:" + "|".join(rf"(?<=\b{re.escape(w)}\s)" for w in _EARLY_CUES) + ")"
+YEAR_EARLY = _c(r"(?=1[0-5]\d\d)(?:" + "|".join(rf"(?<=\b{re.escape(w)}\s)" for w in _EARLY_CUES) + ")"
                 r"(?P<year>1[0-5]\d\d)(?![\d%]|,\d|\.\d|\s*(?:per\s*cent|percent|tons|acres|miles|shares|men|people|"
                 r"persons|dollars|feet|pounds|soldiers|troops|metres|meters|km|words|pages)\b)")
 DECADE = _c(r"\b(?:the\s+)?(?:(?P<part>early|mid|late)[-\s])?(?P<decade>1[6-9]\d0|20\d0)'?s\b")
@@ -177,10 +177,12 @@ GATES: dict[re.Pattern[str], tuple[re.Pattern[str], ...]] = {
     PART_OF_YEAR: (_G_YEAR, _c(r"early|mid|late|end")),
     YEAR: (_G_YEAR,),
     YEAR_RANGE: (_G_YEAR,),
+    YEAR_EARLY: (re.compile(r"1[0-5]\d\d"),),
     CENTURY: (_c(r"century"),),
-    RELATIVE_ORDINAL_DAY: (_c(r"month"),),
+    RELATIVE_ORDINAL_DAY: (_c(r"(?:this|last|next|previous|current)\s+month"),),
     RELATIVE_AGO: (_c(r"ago"),),
-    RELATIVE_PERIOD: (_c(r"week|month|quarter|year|decade"),),
+    RELATIVE_PERIOD: (_c(r"(?:this|last|next|previous|preceding|current|present|coming)\s+(?:week|month|quarter|year|"
+                         r"decade)"),),
     RELATIVE_DAY: (_c(r"today|yesterday|tomorrow"),),
     WEEKDAY: (re.compile(r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"),),
     PRESENT_REF: (_c(r"now|present|currently"),),

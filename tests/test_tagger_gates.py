@@ -1,0 +1,78 @@
+"""The tagger's pattern gates (``_patterns.GATES``) are necessary conditions: gating changes no reading.
+
+A gate lets a pattern run only on a text holding what every match of the pattern holds (a month name, a
+four-digit year, "fiscal", ...). Checked two ways on real text (stock summaries, TimeQA passages, the
+temporal cases, Duckling's dev corpus) and on one hand-written example per gated pattern: wherever a
+pattern matches, all its gates match; and the tagger's output with the gates equals its output without.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from conftest import shared_path
+
+from diachron.temporal import _patterns as P
+from diachron.temporal import tagger as T
+from diachron.temporal.tagger import TaggerConfig, extract_mentions
+
+# one text per gated pattern that the pattern itself matches (so the soundness check is never vacuous)
+EXAMPLES = {
+    P.WORD_DATE_MDY: "It began on March 1, 2000.", P.WORD_DATE_DMY: "It began on 1 March 2000.",
+    P.MONTH_YEAR: "in March 2000", P.DAY_RANGE: "March 3-5, 2020", P.DAY_RANGE_SHARED_YEAR: "from 3 June to 7 June 2024",
+    P.MONTH_RANGE_YEAR: "March-May 2012", P.MONTH_RANGE_BARE: "spring of 2012 (March through May)",
+    P.RELATIVE_MONTH_DAY: "next February 28", P.DURATION_ENDED: "nine months ended September 30, 2016 and 2015",
+    P.DURATION_UP_TO: "the 24 hours up to 2 a.m. New York time on 10 March 2024", P.ISO_DATE: "Effective 2022-07-01.",
+    P.NUMERIC_DATE: "Visit on 15/4/2019.", P.QUARTER: "FY2023 Q4 and Q4 2018", P.HALF: "the first half of 2009",
+    P.FISCAL_YEAR: "the fiscal year 1931", P.FISCAL_RELATIVE: "the present fiscal year", P.DECADE: "in the 1930s",
+    P.PART_OF_YEAR: "mid-2007", P.YEAR: "in 2008", P.YEAR_RANGE: "1546–1553 : Robert Weston",
+    P.YEAR_EARLY: "born in about 1541", P.CENTURY: "the 20th century", P.RELATIVE_ORDINAL_DAY: "the 1st of last month",
+    P.RELATIVE_AGO: "three years ago", P.RELATIVE_PERIOD: "last quarter", P.RELATIVE_DAY: "yesterday",
+    P.WEEKDAY: "put off until Monday", P.PRESENT_REF: "currently", P.CLOCK_RANGE: "today from 2PM to 3PM",
+    P.RANGE: "from January 2004 until the end of 2005",
+}
+
+
+def _corpus() -> list[str]:
+    shared = shared_path()
+    texts = list(EXAMPLES.values())
+    for line in (shared / "cases" / "temporal_cases.jsonl").read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)["input"]
+        texts += [case["text"]] if "text" in case else [q["text"] for q in case.get("queries", [])]
+    for line in (shared / "cases" / "duckling_en_time_dev.jsonl").read_text(encoding="utf-8").splitlines():
+        texts.extend(json.loads(line)["texts"][:2])
+    stocks = (shared / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl").read_text(encoding="utf-8")
+    texts += [json.loads(line)["text"] for line in itertools.islice(stocks.splitlines(), 0, None, 50)]
+    timeqa = (shared / "data" / "timeqa_dev" / "corpus.jsonl").read_text(encoding="utf-8")
+    texts += [json.loads(line)["text"] for line in itertools.islice(timeqa.splitlines(), 0, None, 100)]
+    return texts
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    return _corpus()
+
+
+def test_every_gated_pattern_has_an_example_it_matches() -> None:
+    assert set(EXAMPLES) == set(P.GATES)
+    assert [text for pattern, text in EXAMPLES.items() if not pattern.search(text)] == []
+
+
+def test_gates_hold_wherever_their_pattern_matches(corpus: list[str]) -> None:
+    broken = [(pattern.pattern[:40], gate.pattern, text[:80]) for text in corpus
+              for pattern, gates in P.GATES.items() if pattern.search(text)
+              for gate in gates if not gate.search(text)]
+    assert broken == []
+
+
+def test_gating_changes_no_reading(corpus: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = datetime(2013, 2, 12, 6, 30, tzinfo=UTC)  # Duckling's clock (04:30 at UTC-2)
+    config = TaggerConfig(grammar=False)  # the gates are in front of our own patterns only
+    gated = [extract_mentions(text, reference=ref, config=config) for text in corpus]
+    monkeypatch.setattr(P, "GATES", {})
+    assert T.P.GATES == {}
+    assert [extract_mentions(text, reference=ref, config=config) for text in corpus] == gated
