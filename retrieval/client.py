@@ -36,7 +36,7 @@ from diachron.retrieval.lineage import (
 from diachron.retrieval.search import Hit, Hits, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
-from diachron.schemas.lineage import Clarification, Signal
+from diachron.schemas.lineage import Clarification, GapSignal, Signal
 from diachron.schemas.time import Granularity, Interval, format_instant
 
 __all__ = ["Client"]
@@ -260,6 +260,12 @@ class Client:
         if use_time_filter and (intent.relation is Relation.BETWEEN or periodic):
             for window in windows:
                 out.extend(window_gaps(self.chunks, time_filter.sql(), window))
+        if use_time_filter and not evidence:  # an empty answer says why, in its gaps (the whole window if none)
+            recorded = f" recorded by {format_instant(time_filter.as_of)}" if time_filter.as_of else ""
+            why = f"no chunk with known time in the window{recorded}"
+            if not any(isinstance(s, GapSignal) for s in out):
+                out.extend(GapSignal(w) for w in intent.intervals)  # open sides too ("before 1900")
+            out = [replace(s, reason=why) if isinstance(s, GapSignal) and s.reason is None else s for s in out]
         return out
 
     def naive_search(self, question: str, *, k: int = 10) -> SearchResult:

@@ -194,7 +194,7 @@ def signal_from_dict(data: dict[str, Any]) -> Signal:
     """
     kind = data.get("type")
     if kind == "gap":
-        return GapSignal(Interval.from_dict(data["interval"]))
+        return GapSignal(Interval.from_dict(data["interval"]), data.get("reason"))
     if kind == "conflict":
         interval = data.get("interval")
         return ConflictSignal(kind=ConflictKind(data["kind"]), series_id=data["series_id"],

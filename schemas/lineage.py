@@ -92,12 +92,15 @@ class ConflictSignal:
 @dataclass(frozen=True, slots=True)
 class GapSignal:
     """``interval`` (half-open UTC, whole periods of ``interval.granularity``) of the query window has no
-    evidence in the store."""
+    evidence in the store. ``reason`` (optional, in ``to_dict`` only when set) says why in one line, e.g.
+    ``"no chunk with known time in the window"`` for an answer that came back empty."""
 
     interval: Interval
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "gap", "interval": self.interval.to_dict()}
+        out = {"type": "gap", "interval": self.interval.to_dict()}
+        return out if self.reason is None else {**out, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,24 @@ def test_an_empty_answer_says_why(stock_db):
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(("question", "window"), [
+    # a day (no per-period gap detection for `at` a day) and an open window: worked out from the questions
+    ("What happened on 3 March 2031?", {"start": "2031-03-03T00:00:00Z", "end": "2031-03-04T00:00:00Z",
+                                        "granularity": "day"}),
+    ("How did IBM stock do after 2030?", {"start": "2031-01-01T00:00:00Z", "end": None, "granularity": "year"}),
+])
+def test_an_empty_json_answer_carries_a_gap_signal_saying_why(stock_db, question, window):
+    """The stock summaries were written 2000–2013 and speak of no later time, so nothing answers these;
+    --json says so in ``signals``."""
+    result = runner.invoke(app, ["ask", question, "--db", stock_db[0], "--now", "2026-01-01T00:00:00Z", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["evidence"] == [] and payload["intent"]["intervals"] == [window]
+    assert payload["signals"] == [{"type": "gap", "interval": window,
+                                   "reason": "no chunk with known time in the window"}]
+
+
+@pytest.mark.integration
 def test_ask_imports_no_ray_spacy_or_great_expectations(stock_db):
     import subprocess
     import sys

@@ -62,6 +62,16 @@ def test_search_result_round_trips_through_json():
     assert back.intent.relation is Relation.BETWEEN and back.intent.granularity is Granularity.MONTH
 
 
+def test_a_gap_reason_round_trips_and_is_absent_when_unset():
+    window = Interval(None, _utc(1900, 1, 1), Granularity.YEAR)
+    with_reason = GapSignal(window, "no chunk with known time in the window")
+    assert with_reason.to_dict() == {"type": "gap", "reason": "no chunk with known time in the window",
+                                     "interval": {"start": None, "end": "1900-01-01T00:00:00Z", "granularity": "year"}}
+    assert "reason" not in GapSignal(window).to_dict()
+    result = SearchResult(intent=_result().intent, evidence=(), trace=_result().trace, signals=(with_reason,))
+    assert SearchResult.from_dict(json.loads(json.dumps(result.to_dict()))).signals == (with_reason,)
+
+
 def test_from_dict_ignores_later_fields_and_refuses_another_major_version():
     wire = _result().to_dict()
     wire["evidence"][0]["time_status"] = "known"      # a field a later 1.x may add

@@ -136,7 +136,8 @@ function renderSignals(signals, intent, count) {
   box.replaceChildren();
   for (const s of signals) {
     if (s.type === "gap") {
-      box.append(el("div", { class: "signal gap" }, `Gap: no evidence for ${humanInterval(s.interval)}.`));
+      const why = s.reason ? ` (${s.reason})` : "";
+      box.append(el("div", { class: "signal gap" }, `Gap: no evidence for ${humanInterval(s.interval)}${why}.`));
     } else if (s.type === "conflict") {
       const when = s.interval ? ` during ${humanInterval(s.interval)}` : "";
       box.append(el("div", { class: "signal conflict" },
