@@ -78,7 +78,8 @@ def _c(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-WORD_DATE_MDY = _c(rf"\b(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d),?\s*(?P<year>{YEAR_M})\b")
+# "December 30, 2010", also tokenized text's "December 30 , 2010" (Wikipedia dumps as in TimeQA)
+WORD_DATE_MDY = _c(rf"\b(?P<month>{MONTH})\s+(?P<day>{DAY})(?!\d)\s?,?\s*(?P<year>{YEAR_M})\b")
 WORD_DATE_DMY = _c(rf"\b(?:the\s+)?(?P<day>{DAY})(?:\s+day)?\s+(?:of\s+)?(?P<month>{MONTH}),?\s+(?P<year>{YEAR_M})\b")
 DAY_RANGE = _c(rf"\b(?:from\s+)?(?P<month>{MONTH})\s+(?P<d1>{DAY})\s*(?:-|–|to|through)\s*(?P<d2>{DAY})(?!\d),?\s*"
                rf"(?P<year>{YEAR4})\b")

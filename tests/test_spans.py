@@ -139,6 +139,11 @@ def test_a_dated_chunk_also_carries_its_wider_section_span() -> None:
     assert _spans(out[0], "inherited:section") == [Interval(t(1990), t(1996))]
     (single,) = document_timeline([[a]], carry=False)
     assert _spans(single, "inherited:section") == []  # the section is the chunk itself: nothing added
+    # a chunk that is its whole section, narrating several years (Charlotte Fitch Roberts: assistant in
+    # 1881, instructor in 1882, associate professor in 1886): its facts hold between its dates too
+    years = [Span(period(t(y), Granularity.YEAR), "event", str(y)) for y in (1881, 1882, 1886)]
+    (career,) = document_timeline([years], carry=False)
+    assert _spans(career, "inherited:section") == [Interval(t(1881), t(1887))]
 
 
 def test_sections_start_at_markdown_headings() -> None:

@@ -27,7 +27,8 @@ words of the clause). :func:`document_timeline` then works over one document's c
    no carried span). Narrative text (a biography section, a ship's history) states when things began
    far more often than when they ended.
 3. **Sections.** A chunk with its own dates also carries its section's span (hull of the section's
-   dated spans, kind ``inherited``, provenance ``inherited:section``) when that is wider than its own:
+   dated spans, kind ``inherited``, provenance ``inherited:section``) unless one of its own spans is that
+   span (a chunk that is its whole section narrating 1881, 1882, 1886 … holds between its dates too):
    the section narrates one period, and the chunk's facts belong to it. Ranking weighs these spans low
    (:mod:`diachron.retrieval.tiers`).
 4. **Inheritance.** A chunk without its own intervals inherits the hull of its section's dated spans
@@ -293,7 +294,7 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
         section = _hull(by_section.get(n, []))
         if spans:
             wider = [Span(section, "inherited", None, "inherited:section")] \
-                if widen and section is not None and section != _hull(spans) else []
+                if widen and section is not None and all(s.interval != section for s in spans) else []
             out.append(ChunkTime([*spans, *wider], "event", "known"))
             continue
         if section is not None:
