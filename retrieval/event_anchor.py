@@ -16,7 +16,10 @@ at the time of / during / around E         ``E``
 The intent's ``assumptions`` name the anchor, its interval and the document it came from; when two
 hits state the event at different times with similar similarity, ``needs_clarification`` is set and
 both are listed (the first is used). No evidence for the event: the parser's own reading stays, with a
-note. Nothing here builds a filter from user text: the anchor is a typed interval.
+note; when the event's name holds a time ("the 1929 crash", read by the parser as the year 1929 with the
+relation applied) that time is the anchor, else ``needs_clarification`` is set. The search is for the event
+as written, its date included ("the 1929 crash"). Nothing here builds a filter from user text: the anchor
+is a typed interval.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from diachron.retrieval.intent import core_query
+from diachron.retrieval.intent import NON_EVENT_WORDS, core_query
 from diachron.schemas.evidence import Evidence
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Interval, period
@@ -44,10 +47,6 @@ _EVENT = re.compile(
     r"(?P<event>(?:the|our|their|its|his|her)\s+(?:[\w'’-]+\s+){0,6}?[\w'’-]+)"
     r"(?=\s*(?:[?.,;:!)]|$)|\s+(?:and|or|but|what|how|who|which|when|did|does|do|was|were|is|are|has|have|had)\b)",
     _I)
-_STOP = {"the", "a", "an", "of", "to", "in", "on", "for", "and", "at", "our", "their", "its", "his", "her", "first",
-         "second", "third", "last", "next", "this", "that", "end", "beginning", "start", "middle", "year", "years",
-         "month", "months", "week", "weeks", "day", "days", "quarter", "decade", "century", "period", "time",
-         "half", "fiscal", "early", "mid", "late", "spring", "summer", "autumn", "fall", "winter", "season"}
 _AFTER = {"after", "following", "in the wake of"}
 _BEFORE = {"before", "prior to", "ahead of"}
 _RELATIVE_REFERENCE = re.compile(r"\b(?:after|before|since|until|following|prior\s+to)\s+(?:the\s+)?$", _I)
@@ -73,7 +72,7 @@ def find_event_phrase(question: str, *, now: datetime) -> EventPhrase | None:
         masked = list(event)
         for mention in extract_mentions(event, reference=now):
             masked[mention.span[0]:mention.span[1]] = " " * (mention.span[1] - mention.span[0])
-        words = [w for w in re.findall(r"[A-Za-z][\w'’-]*", "".join(masked)) if w.lower() not in _STOP]
+        words = [w for w in re.findall(r"[A-Za-z][\w'’-]*", "".join(masked)) if w.lower() not in NON_EVENT_WORDS]
         if words:
             return EventPhrase(" ".join(m["rel"].lower().split()), event, tuple(w.lower() for w in words),
                                (m.start(), offset + len(event)))
@@ -141,6 +140,10 @@ def anchor_event(question: str, intent: TemporalIntent,
         return intent
     hits = sorted(search(phrase.event), key=lambda e: -e.score)
     anchors = [a for a in (_stated(e, phrase) for e in hits) if a is not None]
+    if not anchors and _written_time(question, intent, phrase):  # "since the 1929 crash": 1929 as written
+        note = (f"event '{phrase.event}' not dated by any evidence: the time written in it is the anchor "
+                f"({', '.join(str(i) for i in intent.intervals)})")
+        return replace(intent, assumptions=(*[a for a in intent.assumptions if phrase.event not in a], note))
     if not anchors:
         note = f"event '{phrase.event}' not dated by any evidence: no window from it"
         return replace(intent, assumptions=(*intent.assumptions, note), needs_clarification=True)
@@ -164,6 +167,11 @@ def anchor_event(question: str, intent: TemporalIntent,
                    intervals=intervals, relation=relation, granularity=chosen.interval.granularity,
                    needs_clarification=bool(rivals), confidence=min(intent.confidence, 0.8),
                    assumptions=(*[a for a in intent.assumptions if phrase.event not in a], *notes))
+
+
+def _written_time(question: str, intent: TemporalIntent, phrase: EventPhrase) -> bool:
+    """True when the parser dated the event by a time written in its name ("the 1929 crash" -> 1929)."""
+    return any(_inside(question, iv, phrase, intent) for iv in intent.intervals)
 
 
 def _inside(question: str, interval: Interval, phrase: EventPhrase, intent: TemporalIntent) -> bool:

@@ -18,8 +18,8 @@ from diachron.retrieval.errors import RetrievalError
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
 
-__all__ = ["MAX_QUESTION_CHARS", "IntentConfig", "QuestionTooLongError", "core_query", "parse_intent",
-           "parse_question"]
+__all__ = ["MAX_QUESTION_CHARS", "NON_EVENT_WORDS", "IntentConfig", "QuestionTooLongError", "core_query",
+           "event_named_by", "parse_intent", "parse_question"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,16 @@ _VALID_AT = re.compile(r"(?:\b(?:current|in\s+force|in\s+effect|valid|applied|ap
                        r"(?:the\s+)?$", _I)  # "the latest release as of 1 June 2015": valid (current) then
 _RELATIVE = re.compile(r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
                        r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", _I)
+#: words that make no event of a phrase: determiners, ordinals and time words ("the end of 2005", "the 2008 season")
+NON_EVENT_WORDS = frozenset({
+    "the", "a", "an", "of", "to", "in", "on", "for", "and", "at", "our", "their", "its", "his", "her", "first",
+    "second", "third", "last", "next", "this", "that", "end", "beginning", "start", "middle", "year", "years",
+    "month", "months", "week", "weeks", "day", "days", "quarter", "decade", "century", "period", "time", "half",
+    "fiscal", "early", "mid", "late", "spring", "summer", "autumn", "fall", "winter", "season"})
+_THE = re.compile(r"\bthe\s+$", _I)
+_EVENT_NOUNS = re.compile(r"\s+(?P<words>(?:[A-Za-z][\w'’-]*\s+){0,5}?[A-Za-z][\w'’-]*)(?=\s*(?:[?.,;:!)]|$)|\s+(?:and|or|"
+                          r"but|what|how|who|which|when|did|does|do|was|were|is|are|has|have|had|in|on|at|for|to|"
+                          r"with|by|from|of)\b)", _I)
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,11 @@ def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, co
             continue
         reading.intervals.append(interval)
         reading.relations.append(relation)
+        event = event_named_by(question, mention)
+        if event is not None:  # "since the 1929 crash": the date is the event's, it stays in the core query
+            reading.assumptions.append(f"'{event}' dated by the time written in it ({mention.text}): "
+                                       f"{interval} ({relation.value}); a search of an index dates the event itself")
+            continue
         cue = _CONNECTORS.search(before_text)
         cue_start = start - len(before_text) + cue.start() if cue else start
         reading.removals.append((cue_start, end))
@@ -139,6 +154,23 @@ def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, co
         if interval.is_open:
             reading.assumptions.append(f"'{question[cue_start:end].strip()}' read as {interval}")
     return reading
+
+
+def event_named_by(question: str, mention: TimeMention) -> str | None:
+    """The event a date modifies ("the 1929 crash", "the 2008 financial crisis", "the 2016 election"), or None.
+
+    A date written between "the" and a noun that is no time word names an event; the phrase is returned
+    from "the" to its last word (at most six words after the date, up to punctuation, a conjunction or a
+    preposition). Relative dates ("the next day") and periods ("the 2008 season", "the 1990s") name none.
+    """
+    start, end = mention.span
+    the = None if mention.text.lower().startswith("the ") else _THE.search(question, max(0, start - 8), start)
+    if (the is None and not mention.text.lower().startswith("the ")) or _RELATIVE.search(mention.text):
+        return None
+    nouns = _EVENT_NOUNS.match(question, end)
+    if nouns is None or nouns["words"].split()[0].lower() in NON_EVENT_WORDS:
+        return None
+    return question[the.start() if the else start:nouns.end()]
 
 
 _GLOSS = re.compile(r"\s*(?:,|\(|—|–|-|:)\s*(?:from\s+|between\s+|i\.e\.\s*)?$", _I)

@@ -78,11 +78,36 @@ def test_two_plausible_anchors_ask_for_clarification() -> None:
 
 
 def test_no_evidence_keeps_the_parser_reading_and_says_so() -> None:
-    question = "How did prices move after the 1929 crash?"
+    question = "What did Northwind do after the merger?"
     parsed = parse_intent(question, now=NOW)
     intent = anchor_event(question, parsed, lambda _: [])
-    assert intent.intervals == parsed.intervals and intent.needs_clarification
+    assert intent.intervals == parsed.intervals == () and intent.needs_clarification
     assert any("not dated" in a for a in intent.assumptions)
+
+
+def test_the_year_written_in_the_event_name_is_a_fine_anchor_without_evidence() -> None:
+    question = "What changed since the 1929 crash?"
+    searched: list[str] = []
+    parsed = parse_intent(question, now=NOW)
+    intent = anchor_event(question, parsed, lambda event: searched.append(event) or [])
+    assert searched == ["the 1929 crash"]  # the search is for the event with its date, not for "crash"
+    assert [(i.start, i.end) for i in intent.intervals] == [(datetime(1929, 1, 1, tzinfo=UTC), None)]
+    assert intent.relation is Relation.AFTER and not intent.needs_clarification
+    assert intent.core_query == question  # nothing anchored it more closely: the event stays in the query
+    assert [a for a in intent.assumptions if "the time written in it is the anchor" in a] != []
+
+
+def test_evidence_dates_the_event_named_with_its_year() -> None:
+    # "since the 1929 crash": the stating hit's 29 October 1929, not the whole year; a 1987 crash is no anchor
+    hits = [_evidence("w", "Wall Street crashed on 29 October 1929, wiping out the savings of millions.",
+                      "1929-10-30T00:00:00Z", 0.71),
+            _evidence("b", "Black Monday: the market crash of 19 October 1987 was the largest one-day fall.",
+                      "1987-10-20T00:00:00Z", 0.72)]
+    question = "What changed since the 1929 crash?"
+    intent = anchor_event(question, parse_intent(question, now=NOW), lambda _: hits)
+    assert [(i.start, i.end) for i in intent.intervals] == [(datetime(1929, 10, 29, tzinfo=UTC), None)]
+    assert intent.core_query == "What changed?" and not intent.needs_clarification
+    assert any("29 October 1929" in a and "'w'" in a for a in intent.assumptions)
 
 
 @pytest.mark.integration

@@ -234,3 +234,32 @@ def test_clock_at_the_edge_of_the_calendar_never_raises(now: datetime, question:
 def test_timeqa_windows(question: str, window: tuple[str, str | None]) -> None:
     intent = parse_intent(question, now=datetime(2021, 9, 1, tzinfo=UTC))
     assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
+
+
+@pytest.mark.parametrize(("question", "relation", "window", "event"), [
+    # a date between "the" and a noun names an event: it stays in the core query; its time is the date as
+    # written with the relation word applied (after a year = from the next year on, since = from its start)
+    ("What changed since the 1929 crash?", "after", ("1929-01-01", None), "the 1929 crash"),
+    ("What happened after the 2008 financial crisis?", "after", ("2009-01-01", None), "the 2008 financial crisis"),
+    ("How did markets move before the 2016 election?", "before", (None, "2016-01-01"), "the 2016 election"),
+    ("How did sales do during the March 2020 lockdown?", "at", ("2020-03-01", "2020-04-01"), "the March 2020 lockdown"),
+])
+def test_a_date_inside_an_event_name_stays_in_the_core_query(question: str, relation: str,
+                                                             window: tuple[str | None, str | None], event: str) -> None:
+    intent = parse_intent(question, now=NOW)
+    assert intent.core_query == question
+    assert intent.relation.value == relation
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
+    assert [a for a in intent.assumptions if f"'{event}' dated by the time written in it" in a] != []
+
+
+@pytest.mark.parametrize(("question", "core"), [
+    ("Who played in the 2008 season?", "Who played season?"),  # a time word after the date: a period, no event
+    ("What happened after the 1920s?", "What happened?"),
+    ("What happened in the 2008 and 2009 seasons?", "What happened and seasons?"),
+    ("What happened the next day?", "What happened?"),  # relative: no event
+])
+def test_periods_are_no_event_names(question: str, core: str) -> None:
+    intent = parse_intent(question, now=NOW)
+    assert intent.core_query == core
+    assert not any("dated by the time written in it" in a for a in intent.assumptions)
