@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.tiers import interval_weights, literal_mask, row_fit, state_mask, window_cover
+from diachron.retrieval.tiers import bound_proximity, interval_weights, literal_mask, row_fit, state_mask, window_cover
 from diachron.schemas.time import Interval
 
 __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
@@ -137,10 +137,14 @@ class IntervalIndex:
         idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) if len(offsets) else \
             np.empty(0, dtype=np.int64)
         hit = np.zeros(len(idx), dtype=bool)
-        cover = np.zeros(len(idx))
+        cover = np.zeros(len(idx))  # per interval: share of the window covered (derived spans) x nearness
+        literal = self.literal[idx]
         for q in time_filter.event:
             start, end = bounds(q)
-            hit |= (self.starts[idx] < end) & (self.ends[idx] > start)
-            cover = np.maximum(cover, window_cover(self.starts[idx], self.ends[idx], start, end))
-        return row_fit(counts, hit, self.weights[idx] * np.where(self.literal[idx], 1.0, cover), self.literal[idx],
-                       self.state[idx])
+            starts, ends = self.starts[idx], self.ends[idx]
+            overlap = (starts < end) & (ends > start)
+            hit |= overlap
+            near = bound_proximity(starts, ends, start, end)
+            cover = np.maximum(cover, np.where(overlap, np.where(literal, 1.0, window_cover(starts, ends, start, end))
+                                               * near, 0.0))
+        return row_fit(counts, hit, self.weights[idx] * cover, literal, self.state[idx])

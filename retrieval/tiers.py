@@ -18,6 +18,11 @@ provenance (:data:`WEIGHTS`): an interval as written (event or state) 1.0; a sta
 document's next or previous change 0.8; a span carried to the timeline's next change 0.6; a span left
 open 0.5; an inherited section span 0.4, document span 0.3; a date named in passing (``mention``) 0.25.
 A chunk of unknown time has fit :data:`UNKNOWN_FIT`. Without an event filter every row has fit 1.0.
+
+**Open windows** ("before July 1988", "after 2005"): every interval on the open side overlaps, so the
+weight of each is scaled by its nearness to the window's bound, ``1 / (1 + gap / PROXIMITY_SCALE)`` with
+``gap`` the time between the interval and the bound (0 when it reaches the bound): "before July 1988"
+asks first of all what held just before July 1988 (:func:`bound_proximity`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = ["STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit",
-           "state_mask", "window_cover"]
+           "bound_proximity", "state_mask", "window_cover"]
 
 #: weight of an interval by provenance (derived spans) or kind (intervals as written).
 WEIGHTS: dict[str, float] = {
@@ -35,6 +40,8 @@ WEIGHTS: dict[str, float] = {
     "inferred:open": 0.5, "inferred:open-past": 0.5, "inherited:section": 0.4, "inherited:document": 0.3,
 }
 UNKNOWN_FIT = 0.1
+#: time (µs; one year) over which the fit of an interval on the open side of a window halves.
+PROXIMITY_SCALE = 365.25 * 86_400 * 1_000_000
 #: kinds of an interval as written that state a span the fact holds (not a point in it).
 STATE_KINDS = frozenset({"state", "state_start", "state_end"})
 
@@ -81,6 +88,21 @@ def window_cover(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int)
         return ((starts < q_end) & (ends > q_start)).astype(np.float64)
     inside = np.minimum(ends, q_end) - np.maximum(starts, q_start)
     return np.clip(inside / float(q_end - q_start), 0.0, 1.0)
+
+
+def bound_proximity(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int) -> np.ndarray:
+    """Nearness in (0, 1] of each interval to the bound of a window open on one side (int64 µs).
+
+    ``[OPEN_PAST, b)``: ``gap = b - min(end, b)``; ``[a, OPEN_FUTURE)``: ``gap = max(start, a) - a``; the
+    result is ``1 / (1 + gap / PROXIMITY_SCALE)``. A bounded or fully open window gives 1.0 everywhere.
+    """
+    from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST
+
+    past, future = q_start <= OPEN_PAST, q_end >= OPEN_FUTURE
+    if past == future:
+        return np.ones(len(starts))
+    gap = q_end - np.minimum(ends, q_end) if past else np.maximum(starts, q_start) - q_start
+    return 1.0 / (1.0 + np.maximum(gap, 0) / PROXIMITY_SCALE)
 
 
 def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: np.ndarray,
