@@ -23,7 +23,7 @@ from diachron.ingest.annotation.spans import (
     spans_of,
 )
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.tiers import UNKNOWN_FIT, row_fit
+from diachron.retrieval.tiers import UNKNOWN_FIT, bound_proximity, row_fit
 from diachron.schemas.time import Granularity, Interval, period
 
 
@@ -262,3 +262,19 @@ def test_window_cover_share() -> None:
     assert np.allclose(window_cover(starts, ends, qs, qe), [1 / 181, 1.0])
     # an open window ("after 2012"): any overlapping interval covers it
     assert window_cover(starts, ends, qs, OPEN_FUTURE).tolist() == [1.0, 1.0]
+
+
+def test_open_window_fit_falls_with_distance_from_the_bound() -> None:
+    from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, bounds
+
+    year = 365.25 * 86_400 * 1_000_000
+    b = bounds(Interval(None, t(1988, 7)))[1]
+    # spans ending at the bound (or reaching past it), one year before it, three years before it
+    starts = np.array([b - 2 * year, b - 5 * year, b - 9 * year, b - 1 * year], dtype=np.int64)
+    ends = np.array([b, b - 1 * year, b - 3 * year, b + year], dtype=np.int64)
+    assert bound_proximity(starts, ends, OPEN_PAST, b).tolist() == pytest.approx([1.0, 0.5, 0.25, 1.0])
+    # after 2005: a span starting 2 years after the bound -> 1/3; a bounded window -> 1.0 everywhere
+    a = bounds(Interval(t(2005), None))[0]
+    assert bound_proximity(np.array([a + 2 * int(year)]), np.array([a + 3 * int(year)]), a, OPEN_FUTURE)[0] \
+        == pytest.approx(1 / 3)
+    assert bound_proximity(starts, ends, a, b).tolist() == [1.0] * 4
