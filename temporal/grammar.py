@@ -192,12 +192,20 @@ _NOISE = re.compile(rf"[$€£¥]\s?\d[\d,.]*(?:\s?(?:million|billion|bn|m|k)\b)
                     r"(?<![\d,])\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?\s?(?:%|per\s?cent)")
 _MONTH_CUE = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
               r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+# a count of units is a time only as an offset ("in 7 days", "last 2 days", "a week ago", "3 days before
+# Christmas"); "traded on 23 days in the month" is none (Duckling reads nothing there worth keeping)
+_UNITS = r"(?:days?|weeks?|months?|years?|quarters?|decades?|hours?|minutes?|seconds?|seasons?)"
+_COUNT = (r"(?:\d+|a|an|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-\s]?)?(?:one|two|three|four|"
+          r"five|six|seven|eight|nine)|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|"
+          r"fifty|sixty|seventy|eighty|ninety|hundred|dozen|several|few|couple(?:\s+of)?)")
+_OFFSET_LEAD = r"(?:in|within|after|before|next|last|past|previous|coming|upcoming|by|until|till|since)"
+_OFFSET_TAIL = r"(?:ago|hence|from\s+now|before|after|earlier|later|back|since|prior)"
 _TRIGGER = re.compile(
     r"\d\s*(?:[ap]\.?\s?m\b|h\b|h\d|:\d\d)|\d{1,2}\s*[/-]\s*\d{1,2}|\b(?:o'?clock|noon|midnight|midday|today|tonight|"
     r"tomorrow|yesterday|ago|hence|morning|afternoon|evening|night|weekend|wkend|qtr|"
-    r"(?:next|last|this|past|previous|coming|upcoming|current|\d+|a|an|one|two|three|four|five|six|seven|eight|"
-    r"nine|ten|few|couple(?:\s+of)?)\s+(?:days?|weeks?|months?|years?|quarters?|decades?|hours?|minutes?|"
-    r"seconds?|seasons?)|season|spring|summer|autumn|fall|winter|new\s+year'?s?|beginning\s+of|end\s+of|"
+    rf"(?:next|last|this|past|previous|coming|upcoming|current)\s+{_UNITS}|{_OFFSET_LEAD}\s+(?:the\s+)?"
+    rf"(?:(?:next|last|past)\s+)?(?:a\s+)?{_COUNT}\s+{_UNITS}|{_COUNT}\s+{_UNITS}\s+{_OFFSET_TAIL}|"
+    r"season|spring|summer|autumn|fall|winter|new\s+year'?s?|beginning\s+of|end\s+of|"
     rf"(?:early|late|mid)[-\s]+(?:in\s+the\s+)?(?:{_MONTH_CUE}|\d{{4}}|morning|afternoon|evening|night|week|month|year)|"
     r"eve|christmas|xmas|easter|thanksgiving|halloween|valentine'?s?|holiday|eid|ramadan|diwali|hanukk?ah|chanukah|"
     rf"passover|purim|rosh|kippur|lent|pentecost|advent|jayanti|navami|pongal|asap|eo[mdy]|{_MONTH_CUE}|"
@@ -213,7 +221,8 @@ def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
     Cost: Duckling's chart parser dominates, so money, decimals, percentages and thousands are blanked
     (same length, offsets kept) before it reads, and a text longer than :data:`SHORT_TEXT` characters is
     read sentence by sentence, only the sentences holding a time cue (a clock time, a month, weekday or
-    time word, a holiday word) outside the spans ``covered`` by diachron's own patterns. A holiday named
+    time word, a holiday word, an offset such as "in 7 days" or "the past eighteen months" — a bare count,
+    "traded on 23 days", is none) outside the spans ``covered`` by diachron's own patterns. A holiday named
     alone in a long text with no other cue in its sentence is therefore not read.
 
     Args:

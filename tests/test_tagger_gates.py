@@ -76,3 +76,23 @@ def test_gating_changes_no_reading(corpus: list[str], monkeypatch: pytest.Monkey
     monkeypatch.setattr(P, "GATES", {})
     assert T.P.GATES == {}
     assert [extract_mentions(text, reference=ref, config=config) for text in corpus] == gated
+
+
+FILLER = ("The committee met in the capital and heard the reports of the several departments, which were read "
+          "aloud and entered in the record without objection from any member present at the session. ")
+
+
+def test_a_count_of_days_is_no_cue_for_duckling_but_an_offset_is() -> None:
+    from diachron.temporal.grammar import SHORT_TEXT, _pieces
+
+    text = FILLER + "The stock traded on 23 days in the month. " + FILLER + "Prices rose over the past eighteen months."
+    assert len(text) > SHORT_TEXT  # a long text is read sentence by sentence, only where a time cue is
+    assert [piece.strip() for _, piece in _pieces(text, [])] == ["Prices rose over the past eighteen months."]
+
+
+def test_an_offset_in_long_text_is_read() -> None:
+    # by hand: the past eighteen months at 21 January 1946 are July 1944 to December 1945 (whole months)
+    text = FILLER + "The stock traded on 23 days in the month. " + FILLER + "Prices rose over the past eighteen months."
+    found = extract_mentions(text, reference=datetime(1946, 1, 21, tzinfo=UTC))
+    assert [(m.text, m.interval.start, m.interval.end) for m in found] == [
+        ("past eighteen months", datetime(1944, 7, 1, tzinfo=UTC), datetime(1946, 1, 1, tzinfo=UTC))]
