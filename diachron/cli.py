@@ -92,9 +92,7 @@ def _configure_logging(verbose: bool) -> None:
         os.environ[var] = level
     os.environ["TRANSFORMERS_VERBOSITY"] = "info" if verbose else "error"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "0" if verbose else "1"
-    os.environ["RAY_DEDUP_LOGS"] = "1"
-    if not verbose:  # Ray's C++ core worker writes notices (e.g. actor-restart caveats) straight to stderr
-        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+    os.environ["RAY_DEDUP_LOGS"] = "1"  # Ray's C++ notices on fd 2 are filtered per command (diachron/ray_noise.py)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in _NOISY:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
@@ -133,11 +131,26 @@ def _instant(value: str | None, flag: str) -> datetime | None:
         raise typer.BadParameter(f"{flag} must be ISO-8601, e.g. 2024-05-01T00:00:00Z") from exc
 
 
-def _ingest(sources: list[str], db: str, *, all_sotu: bool, annotator: str, model: str | None,
-            fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None,
-            series_field: str | None = None, version_field: str | None = None, max_text_chars: int | None = None,
-            split_large: bool = False) -> Any:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+def _ingest(sources: list[str], db: str, **options: Any) -> Any:
+    """:func:`_run_ingest` with Ray's own log lines filtered off stderr (:mod:`diachron.ray_noise`) unless ``-v``."""
+    if _VERBOSE:
+        return _run_ingest(sources, db, sys.stderr, **options)
+    from diachron.ray_noise import filtered_stderr
+
+    with filtered_stderr() as terminal:
+        try:
+            return _run_ingest(sources, db, terminal, **options)
+        finally:
+            if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+                sys.modules["ray"].shutdown()  # its farewell lines pass the filter too
+
+
+def _run_ingest(sources: list[str], db: str, terminal: Any, *, all_sotu: bool, annotator: str, model: str | None,
+                fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None,
+                series_field: str | None = None, version_field: str | None = None, max_text_chars: int | None = None,
+                split_large: bool = False, quiet: bool = False) -> Any:
+    """One ingest with progress on ``terminal`` (stderr; :class:`~diachron.progress.IngestProgress`)."""
+    from diachron.progress import IngestProgress
 
     _check_sources(sources)
     from diachron.ingest.preflight import check_location
@@ -160,24 +173,13 @@ def _ingest(sources: list[str], db: str, *, all_sotu: bool, annotator: str, mode
     config = IngestConfig(db_uri=db, stages=stages, sotu_years=None if all_sotu else (1920, 1940),
                           ray_address=ray_address or os.environ.get("RAY_ADDRESS") or None, limits=limits,
                           lineage=LineageConfig(series_field=series_field, version_field=version_field))
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                  TimeElapsedColumn(), console=console, transient=False) as bar:
-        task = bar.add_task(f"ingest {' '.join(sources)}", total=None, info="reading sources")
-
-        def progress(event: str, info: dict[str, Any]) -> None:
-            if event == "planned":
-                bar.update(task, total=info["todo"] or 1, info=f"{info['todo']} to process, {info['unchanged']} unchanged")
-            elif event == "batch":
-                bar.update(task, completed=info["documents_done"],
-                           info=f"{info['documents_done']}/{info['documents_total']} docs, {info['chunks_written']} chunks")
-            elif event == "done":
-                bar.update(task, completed=bar.tasks[0].total, info="done")
-
+    with IngestProgress(terminal, f"ingest {' '.join(sources)}", quiet=quiet) as progress:
         summary = run_ingest(sources, config, progress=progress)
-    console.print(f"[green]run {summary.run_id}[/]: {summary.documents_seen} documents seen, "
-                  f"{summary.documents_unchanged} unchanged, {summary.documents_written} written, "
-                  f"{summary.chunks_written} chunks, {summary.quarantined} quarantined, "
-                  f"{summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s)")
+    if not quiet:
+        console.print(f"[green]run {summary.run_id}[/]: {summary.documents_seen} documents seen, "
+                      f"{summary.documents_unchanged} unchanged, {summary.documents_written} written, "
+                      f"{summary.chunks_written} chunks, {summary.quarantined} quarantined, "
+                      f"{summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s)", soft_wrap=True)
     return summary
 
 
@@ -197,15 +199,20 @@ def ingest(
     max_text_chars: Annotated[int | None, typer.Option(help="Longest text kept as one document (default 2,000,000 characters); longer ones are quarantined, or split with --split-large.")] = None,
     split_large: Annotated[bool, typer.Option("--split-large", help="Ingest a text over --max-text-chars in parts (<doc_id>#part-k) instead of quarantining it.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="No progress or summary on stderr (errors still show).")] = False,
 ) -> None:
-    """Ingest documents into a bitemporal LanceDB index (chunk, annotate, embed, validate, write)."""
+    """Ingest documents into a bitemporal LanceDB index (chunk, annotate, embed, validate, write).
+
+    Progress goes to stderr: a live bar on a terminal; when piped or in CI, a line per stage and at most
+    one every 10 s (documents, chunks, elapsed). ``--json`` puts only the summary on stdout.
+    """
     from diachron.schemas.errors import TerminalError
 
     try:
         summary = _ingest(sources, db, all_sotu=all_sotu, annotator=annotator, model=model,
                           fiscal_calendar=fiscal_calendar, timezone=timezone, max_tokens=max_tokens,
                           ray_address=ray_address, series_field=series_field, version_field=version_field,
-                          max_text_chars=max_text_chars, split_large=split_large)
+                          max_text_chars=max_text_chars, split_large=split_large, quiet=quiet)
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
         raise _fail(" ".join(str(exc).split())) from None
     except typer.Exit:
