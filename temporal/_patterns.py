@@ -7,6 +7,7 @@ other word case-insensitively. Patterns only *find* expressions; ``tagger.py`` r
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 __all__ = [
     "CENTURY",
@@ -16,7 +17,9 @@ __all__ = [
     "DECADE",
     "DURATION_UP_TO",
     "DURATION_ENDED",
+    "FOLD",
     "GATES",
+    "Gate",
     "FISCAL_RELATIVE",
     "FISCAL_YEAR",
     "HALF",
@@ -159,36 +162,57 @@ RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|thro
 # gating never changes what is found; it spares the costly patterns on the many chunks without, say, a
 # month name. Month and weekday names are case-sensitive as in MONTH and WEEKDAY; every four-digit year
 # of YEAR4/YEAR_M contains r"1\d{3}|2[01]\d\d"; every _ATOM ends in a digit and holds four digits.
-_G_MONTH = re.compile(r"Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
-_G_YEAR = re.compile(r"1\d{3}|2[01]\d\d")
-GATES: dict[re.Pattern[str], tuple[re.Pattern[str], ...]] = {
+# A case-insensitive gate is a case-sensitive search of the text folded to lower case (a literal prefix
+# is searched fast, IGNORECASE scans every position): FOLD first maps the letters IGNORECASE also matches
+# to an ASCII letter ("K" Kelvin, "ſ", "ı", "İ"), so a folded gate holds wherever its pattern matches.
+FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+class Gate(NamedTuple):
+    """A necessary condition of a pattern: ``regex`` searched in the text, or in its fold when ``folded``."""
+
+    regex: re.Pattern[str]
+    folded: bool
+
+
+def _g(pattern: str) -> Gate:
+    return Gate(re.compile(pattern), False)
+
+
+def _gf(pattern: str) -> Gate:
+    return Gate(re.compile(pattern), True)
+
+
+_G_MONTH = _g(r"Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
+_G_YEAR = _g(r"1\d{3}|2[01]\d\d")
+GATES: dict[re.Pattern[str], tuple[Gate, ...]] = {
     **{p: (_G_MONTH, _G_YEAR) for p in (WORD_DATE_MDY, WORD_DATE_DMY, MONTH_YEAR, DAY_RANGE, DAY_RANGE_SHARED_YEAR,
                                          MONTH_RANGE_YEAR)},
     MONTH_RANGE_BARE: (_G_MONTH,),
-    RELATIVE_MONTH_DAY: (_G_MONTH, _c(r"next|last|this")),
-    DURATION_UP_TO: (_G_MONTH, _G_YEAR, _c(r"hours|days|minutes")),
-    DURATION_ENDED: (_G_MONTH, _G_YEAR, _c(r"end(?:ed|ing)")),
-    ISO_DATE: (re.compile(r"\d{4}-\d\d-\d\d"),),
-    NUMERIC_DATE: (re.compile(r"\d[/.-]\d"),),
-    QUARTER: (_c(r"q[1-4]|quarter"),),
-    HALF: (_c(r"h[12]|half"),),
-    FISCAL_YEAR: (_c(r"fy|fiscal"),),
-    FISCAL_RELATIVE: (_c(r"fiscal"),),
-    DECADE: (_c(r"\d0'?s"),),
-    PART_OF_YEAR: (_G_YEAR, _c(r"early|mid|late|end")),
+    RELATIVE_MONTH_DAY: (_G_MONTH, _gf(r"next|last|this")),
+    DURATION_UP_TO: (_G_MONTH, _G_YEAR, _gf(r"hours|days|minutes")),
+    DURATION_ENDED: (_G_MONTH, _G_YEAR, _gf(r"end(?:ed|ing)")),
+    ISO_DATE: (_g(r"\d{4}-\d\d-\d\d"),),
+    NUMERIC_DATE: (_g(r"\d[/.-]\d"),),
+    QUARTER: (_gf(r"q[1-4]|quarter"),),
+    HALF: (_gf(r"h[12]|half"),),
+    FISCAL_YEAR: (_gf(r"fy|fiscal"),),
+    FISCAL_RELATIVE: (_gf(r"fiscal"),),
+    DECADE: (_gf(r"\d0'?s"),),
+    PART_OF_YEAR: (_G_YEAR, _gf(r"early|mid|late|end")),
     YEAR: (_G_YEAR,),
     YEAR_RANGE: (_G_YEAR,),
-    YEAR_EARLY: (re.compile(r"1[0-5]\d\d"),),
-    CENTURY: (_c(r"century"),),
-    RELATIVE_ORDINAL_DAY: (_c(r"(?:this|last|next|previous|current)\s+month"),),
-    RELATIVE_AGO: (_c(r"ago"),),
-    RELATIVE_PERIOD: (_c(r"(?:this|last|next|previous|preceding|current|present|coming)\s+(?:week|month|quarter|year|"
+    YEAR_EARLY: (_g(r"1[0-5]\d\d"),),
+    CENTURY: (_gf(r"century"),),
+    RELATIVE_ORDINAL_DAY: (_gf(r"(?:this|last|next|previous|current)\s+month"),),
+    RELATIVE_AGO: (_gf(r"ago"),),
+    RELATIVE_PERIOD: (_gf(r"(?:this|last|next|previous|preceding|current|present|coming)\s+(?:week|month|quarter|year|"
                          r"decade)"),),
-    RELATIVE_DAY: (_c(r"today|yesterday|tomorrow"),),
-    WEEKDAY: (re.compile(r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"),),
-    PRESENT_REF: (_c(r"now|present|currently"),),
-    CLOCK_RANGE: (_c(r"\d(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?\s*(?:-|–|to|until|till|and)\s*\d"),),
-    RANGE: (re.compile(r"\d{4}[\s\S]*\d{4}"), _c(r"\d\s*(?:–|—|-|to|through|until|till|and)")),
+    RELATIVE_DAY: (_gf(r"today|yesterday|tomorrow"),),
+    WEEKDAY: (_g(r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"),),
+    PRESENT_REF: (_gf(r"now|present|currently"),),
+    CLOCK_RANGE: (_gf(r"\d(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?\s*(?:-|–|to|until|till|and)\s*\d"),),
+    RANGE: (_g(r"\d{4}[\s\S]*\d{4}"), _gf(r"\d\s*(?:–|—|-|to|through|until|till|and)")),
 }
 
 

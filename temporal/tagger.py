@@ -612,12 +612,15 @@ _ABSOLUTE_RANKS = {i for i, (pattern, _, _) in enumerate(_ALL_RULES)
 
 def _gated(text: str) -> Callable[[re.Pattern[str]], bool]:
     """Whether a pattern can match ``text`` at all (:data:`_patterns.GATES`; each gate searched once)."""
-    seen: dict[re.Pattern[str], bool] = {}
+    seen: dict[P.Gate, bool] = {}
+    folded: list[str] = []
 
     def can_match(pattern: re.Pattern[str]) -> bool:
         for gate in P.GATES.get(pattern, ()):
             if gate not in seen:
-                seen[gate] = gate.search(text) is not None
+                if gate.folded and not folded:
+                    folded.append(text.translate(P.FOLD).lower())
+                seen[gate] = gate.regex.search(folded[0] if gate.folded else text) is not None
             if not seen[gate]:
                 return False
         return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -62,11 +63,27 @@ def test_every_gated_pattern_has_an_example_it_matches() -> None:
     assert [text for pattern, text in EXAMPLES.items() if not pattern.search(text)] == []
 
 
+def _holds(gate: P.Gate, text: str) -> bool:
+    return gate.regex.search(text.translate(P.FOLD).lower() if gate.folded else text) is not None
+
+
 def test_gates_hold_wherever_their_pattern_matches(corpus: list[str]) -> None:
-    broken = [(pattern.pattern[:40], gate.pattern, text[:80]) for text in corpus
+    broken = [(pattern.pattern[:40], gate.regex.pattern, text[:80]) for text in corpus
               for pattern, gates in P.GATES.items() if pattern.search(text)
-              for gate in gates if not gate.search(text)]
+              for gate in gates if not _holds(gate, text)]
     assert broken == []
+
+
+def test_the_fold_maps_every_letter_ignorecase_matches_to_its_ascii_letter() -> None:
+    # every character of the Basic Multilingual Plane that IGNORECASE matches to an ASCII letter
+    # ("K" Kelvin sign, long s, dotless i, dotted capital I) folds to that letter, one character for one
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    candidates = [chr(c) for c in range(0x80, 0x10000)
+                  if any(x in letters for x in (chr(c).lower() + chr(c).upper()).lower())]
+    matched = [(x, ch) for ch in candidates for x in letters if re.fullmatch(x, ch, re.IGNORECASE)]
+    assert {ch for _, ch in matched} == {"\u0130", "\u0131", "\u017f", "\u212a"}
+    assert all(ch.translate(P.FOLD).lower() == x for x, ch in matched)
+    assert all(len(chr(c).translate(P.FOLD).lower()) == 1 for c in range(0x10000))
 
 
 def test_gating_changes_no_reading(corpus: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
