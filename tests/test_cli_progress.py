@@ -133,7 +133,7 @@ def test_piped_ingest_shows_progress_on_stderr_without_ray_lines_and_json_alone_
     summary = json.loads(done.stdout)                                     # stdout is the JSON and nothing else
     assert (summary["documents_seen"], summary["documents_written"], summary["chunks_written"]) == (3, 3, 3)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert "ingest: 3 documents read, 0 rejected" in lines[0]
+    assert any(line.startswith("ingest: 3 documents read, 0 rejected · ") for line in lines)
     assert any(line.startswith("ingest: 3 to process, 0 unchanged · ") for line in lines)
     assert any(line.startswith("ingest: 3/3 documents, 3 chunks · ") for line in lines)
     assert lines[-1].startswith(f"run {summary['run_id']}: 3 documents seen")
