@@ -33,7 +33,7 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     window_gaps,
 )
-from diachron.retrieval.search import Hit, Hits, Searcher
+from diachron.retrieval.search import CONTEXT_WEIGHT, Hit, Hits, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, GapSignal, Signal
@@ -52,6 +52,8 @@ class Client:
         anchor_policy: ``adaptive`` (TA-RAG's text) or ``monthly`` (the paper's reference code).
         temporal_weight: weight of temporal focus in the ranking (0 = pure e_hypo similarity, as in the
             paper); see :mod:`diachron.retrieval.search`.
+        context_weight: weight of a chunk's document context when a time filter re-ranks (0 = none; see
+            :mod:`diachron.retrieval.search`).
 
     Raises:
         StoreNotFoundError: the URI has no ``chunks`` table.
@@ -70,7 +72,8 @@ class Client:
         return super().__new__(cls)
 
     def __init__(self, uri: str, *, embedder: Embedder | str | None = None, intent_config: IntentConfig | None = None,
-                 anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1) -> None:
+                 anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1,
+                 context_weight: float = CONTEXT_WEIGHT) -> None:
         import lancedb
 
         self.uri = str(uri)
@@ -92,6 +95,7 @@ class Client:
         self.intent_config = intent_config or IntentConfig()
         self.anchor_policy = anchor_policy
         self.temporal_weight = temporal_weight
+        self.context_weight = context_weight
         self._index: Searcher | None = None
         self._check_embedder(names)
         self._extent: Interval | None = None
@@ -212,7 +216,8 @@ class Client:
                 if self.documents is not None:
                     self.documents.checkout_latest()
                 self._extent = None
-            self._index = Searcher(self.chunks, temporal_weight=self.temporal_weight)
+            self._index = Searcher(self.chunks, temporal_weight=self.temporal_weight,
+                                   context_weight=self.context_weight)
         return self._index
 
     def _count(self, time_filter: TimeFilter) -> int:

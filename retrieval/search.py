@@ -20,7 +20,12 @@ event intervals that overlap the query intervals). A chunk that merely mentions 
 reference point (a prior close, a year-to-date base) ranks below one whose events lie in the window
 (time-aware ranking in the spirit of Kanhabua & Nørvåg, 2010). ``temporal_weight=0`` is the paper's
 pure-similarity ranking; with an event filter and a non-zero weight the top ``max(3k, 50)`` by similarity
-are re-ranked.
+are re-ranked. The re-ranking also lends each chunk its *document's context*: ``context_weight`` x (the best
+similarity among the pool's chunks of the same document − its own), so that within a document the
+question is about, temporal fit decides which chunk answers (passage evidence combined with document
+evidence, Callan, SIGIR 1994; on TimeQA a list of office holders "1559–1566 : John Griffith" is far less
+similar to "who held the chair?" than the page's introduction, but it is the chunk whose span covers the
+window). The pool is the top by similarity, so a document's best chunk is always in it.
 
 **Snapshot.** A :class:`Searcher` reads the table version current when it was built (row offsets belong
 to that version); :meth:`Searcher.is_stale` compares it with the latest version on storage (≈ 20 µs), and
@@ -42,7 +47,7 @@ from diachron.retrieval.interval_index import IntervalIndex, bounds
 from diachron.retrieval.partitioned import TimePartitionedIndex
 from diachron.schemas.time_index import MANIFEST, index_dir
 
-__all__ = ["COLUMNS", "Hit", "Hits", "Plan", "Searcher", "rank"]
+__all__ = ["COLUMNS", "CONTEXT_WEIGHT", "Hit", "Hits", "Plan", "Searcher", "document_context", "rank"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +58,8 @@ EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
 MIN_RECALL = 0.95
 MEMO_FILTERS = 8
+#: default weight of a chunk's document context in the time-filtered re-ranking (module docstring).
+CONTEXT_WEIGHT = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +92,26 @@ class Hits(list):  # noqa: FURB189 — a list of Hit that also carries the plan 
     plan: Plan | None = None
 
 
-def rank(similarity: np.ndarray, focus: np.ndarray, temporal_weight: float) -> np.ndarray:
-    """Ranking score of candidates: ``similarity + temporal_weight × focus`` (float64, same shape)."""
-    return np.asarray(similarity, dtype=np.float64) + temporal_weight * np.asarray(focus, dtype=np.float64)
+def rank(similarity: np.ndarray, focus: np.ndarray, temporal_weight: float, *, context: np.ndarray | None = None,
+         context_weight: float = 0.0) -> np.ndarray:
+    """Ranking score of candidates (float64, same shape as ``similarity``):
+
+    ``similarity + context_weight × (context − similarity) + temporal_weight × focus``, where ``context`` is
+    the best similarity of the chunk's document (:func:`document_context`; ``None`` = its own similarity).
+    """
+    sim = np.asarray(similarity, dtype=np.float64)
+    out = sim + temporal_weight * np.asarray(focus, dtype=np.float64)
+    if context is not None and context_weight:
+        out += context_weight * (np.asarray(context, dtype=np.float64) - sim)
+    return out
+
+
+def document_context(similarity: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+    """Per candidate, the highest ``similarity`` among the candidates of the same document (float64)."""
+    _, group = np.unique(doc_ids, return_inverse=True)
+    best = np.full(int(group.max()) + 1 if len(group) else 0, -np.inf)
+    np.maximum.at(best, group, np.asarray(similarity, dtype=np.float64))
+    return best[group]
 
 
 def _matrix(data: Any) -> np.ndarray:
@@ -102,17 +126,19 @@ class Searcher:
     Args:
         table: a LanceDB table with the ``chunks`` schema.
         temporal_weight: weight of temporal focus in the ranking (0 = pure similarity, the paper's).
+        context_weight: weight of the document's context in the time-filtered re-ranking (0 = none).
         piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
         approximate: let the planner choose the approximate path (``False``: always exact).
     """
 
     def __init__(self, table: Any, *, temporal_weight: float = 0.1, piece_rows: int = PIECE_ROWS,
-                 approximate: bool = True) -> None:
+                 approximate: bool = True, context_weight: float = CONTEXT_WEIGHT) -> None:
         t0 = time.perf_counter()
         self.table = table
         self.dataset = table.to_lance()
         self.version = self.dataset.version
         self.temporal_weight = temporal_weight
+        self.context_weight = context_weight
         self.piece_rows = piece_rows
         self.approximate = approximate
         self.index = IntervalIndex.from_dataset(self.dataset)
@@ -233,7 +259,12 @@ class Searcher:
         offsets, scores, plan = self.top_k_planned(vector, time_filter, k=max(3 * k, 50) if rerank else k)
         focus = self.index.focus(offsets, time_filter)
         if rerank:
-            order = np.argsort(-rank(scores, focus, weight), kind="stable")[:k]
+            context = None
+            if self.context_weight and len(offsets):
+                docs = self.dataset.take(offsets, columns=["doc_id"]).column("doc_id").to_numpy(zero_copy_only=False)
+                context = document_context(scores, docs)
+            order = np.argsort(-rank(scores, focus, weight, context=context, context_weight=self.context_weight),
+                               kind="stable")[:k]
             offsets, scores, focus = offsets[order], scores[order], focus[order]
         hits = Hits()
         hits.plan = plan

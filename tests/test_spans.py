@@ -278,3 +278,20 @@ def test_open_window_fit_falls_with_distance_from_the_bound() -> None:
     assert bound_proximity(np.array([a + 2 * int(year)]), np.array([a + 3 * int(year)]), a, OPEN_FUTURE)[0] \
         == pytest.approx(1 / 3)
     assert bound_proximity(starts, ends, a, b).tolist() == [1.0] * 4
+
+
+def test_document_context_lets_fit_decide_within_a_document() -> None:
+    from diachron.retrieval.search import document_context, rank
+
+    # page a: its introduction (0.8, no span in the window) and its list of office holders (0.5, the span
+    # covering the window); page b: two chunks of another page
+    sim = np.array([0.8, 0.5, 0.6, 0.55])
+    focus = np.array([0.0, 1.0, 0.3, 1.0])
+    context = document_context(sim, np.array(["a", "a", "b", "b"]))
+    assert context.tolist() == [0.8, 0.8, 0.6, 0.6]
+    # by hand: 0.8 | 0.5 + 0.75 * 0.3 + 0.1 = 0.825 | 0.6 + 0.03 = 0.63 | 0.55 + 0.75 * 0.05 + 0.1 = 0.6875
+    got = rank(sim, focus, 0.1, context=context, context_weight=0.75)
+    assert got.tolist() == pytest.approx([0.8, 0.825, 0.63, 0.6875])
+    assert np.argsort(-got).tolist() == [1, 0, 3, 2]
+    # without the context the introduction wins: 0.8 vs 0.6
+    assert np.argsort(-rank(sim, focus, 0.1)).tolist() == [0, 3, 2, 1]

@@ -144,6 +144,7 @@ KS = (5, 10, 20)
 TIMEQA_METHODS: dict[str, str] = {
     "diachron": "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit",
     "diachron-strict": "the same with strict=True (known, overlapping time only)",
+    "diachron-nodoc": "diachron without the document context in the re-ranking (context_weight=0)",
     "paper": "TA-RAG's ranking: strict time filter + e_hypo, similarity only (temporal_weight=0)",
     "naive": "plain vector search of the raw question (no time filter, no e_hypo)",
     "bm25": "BM25 (bm25s) of the raw question",
@@ -195,6 +196,7 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
 
     client = Client(db, embedder=embedder, temporal_weight=temporal_weight)
     paper = Client(db, embedder=embedder, temporal_weight=0.0)
+    nodoc = Client(db, embedder=embedder, temporal_weight=temporal_weight, context_weight=0.0)
     weighted = {m: Client(db, embedder=embedder, temporal_weight=float(m.split("@")[1])) for m in methods if "@" in m}
     chunks = client.chunks.to_lance().to_table(
         columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"]).to_pylist()
@@ -215,7 +217,7 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
             elif method == "naive":
                 ranked = cards(client.naive_search(q.text, k=depth))
             else:
-                c = paper if method == "paper" else weighted.get(method, client)
+                c = {"paper": paper, "diachron-nodoc": nodoc}.get(method) or weighted.get(method, client)
                 result = c.search(q.text, k=depth, now=q.now, strict=method in ("diachron-strict", "paper"))
                 ranked, intent = cards(result), tuple(result.intent.intervals)
             passages, times = _from_chunks(ranked, passages_of, max(KS))
