@@ -76,7 +76,11 @@ def filtered_stderr() -> Iterator[TextIO]:
         Everything written to fd 2 inside the block is forwarded, in order, before the block ends.
     """
     sys.stderr.flush()
-    saved = os.dup(2)
+    try:
+        saved = os.dup(2)
+    except OSError:  # no fd 2 (a daemon with stderr closed): nothing to filter
+        yield sys.stderr
+        return
     read_end, write_end = os.pipe()
     os.dup2(write_end, 2)
     os.close(write_end)
