@@ -98,6 +98,7 @@ def test_the_page_shows_the_time_of_the_answer(browser, page_url, tmp_path):
     bars = browser.find_elements(By.CSS_SELECTOR, "#timeline rect.bar")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline rect.window")) == 1
     assert len(bars) >= 5            # at least each card's own month inside the window
+    _check_axis(browser)
     trace = browser.find_element(By.ID, "trace-box")
     browser.execute_script("arguments[0].open = true", trace)
     assert "candidates after the time filter" in browser.find_element(By.ID, "trace").text
@@ -113,6 +114,29 @@ def test_the_page_shows_the_time_of_the_answer(browser, page_url, tmp_path):
     _wait(browser, lambda b: b.find_element(By.ID, "window-chip").text == "1 Mar 2011 – 31 May 2011")
     docs = {c.get_attribute("data-doc") for c in browser.find_elements(By.CSS_SELECTOR, "#cards article.card")}
     assert {"stock-MSFT-2011-03", "stock-MSFT-2011-04", "stock-MSFT-2011-05"} <= docs
+
+
+def _check_axis(browser) -> None:
+    """Tick labels name the instant under them, at the axis' own granularity (months on a two-year axis, no
+    hours); a day on this axis (a year-to-date base, a prior close) is a faint dot, not a sliver bar that
+    stacks into a dashed line. The axis scale comes from the window band: [1 Sep 2010, 1 Sep 2012)."""
+    from datetime import UTC, datetime
+
+    from selenium.webdriver.common.by import By
+
+    band = browser.find_element(By.CSS_SELECTOR, "#timeline rect.window")
+    x0, width = float(band.get_attribute("x")), float(band.get_attribute("width"))
+    lo, hi = datetime(2010, 9, 1, tzinfo=UTC).timestamp(), datetime(2012, 9, 1, tzinfo=UTC).timestamp()
+    ticks = browser.find_elements(By.CSS_SELECTOR, "#timeline text.tick")
+    labels = [t.text for t in ticks]
+    assert 3 <= len(labels) <= 10 and len(set(labels)) == len(labels), labels
+    for tick, label in zip(ticks, labels, strict=True):
+        month, year = label.split()
+        at = datetime(int(year), MONTHS.index(month) + 1, 1, tzinfo=UTC).timestamp()
+        assert abs(float(tick.get_attribute("x")) - (x0 + (at - lo) / (hi - lo) * width)) < 1.0, label
+    widths = [float(b.get_attribute("width")) for b in browser.find_elements(By.CSS_SELECTOR, "#timeline rect.bar")]
+    assert min(widths) >= 3
+    assert browser.find_elements(By.CSS_SELECTOR, "#timeline circle.point")  # each summary's Dec 2010 YTD base
 
 
 def test_an_empty_question_is_a_one_line_error_on_the_page(browser, page_url):

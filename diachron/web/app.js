@@ -214,22 +214,52 @@ function renderTimeline(r) {
   for (const s of bounded) {
     const a = Math.max(lo, parseIso(s.iv.start)), b = Math.min(hi, parseIso(s.iv.end));
     if (b <= a) continue;
-    const cls = ["bar", conflicted.has(s.e.doc_id) ? "conflict" : "", s.e.superseded_by ? "superseded" : "",
+    const cls = [conflicted.has(s.e.doc_id) ? "conflict" : "", s.e.superseded_by ? "superseded" : "",
       isInferred(s.iv) ? "inferred" : ""].join(" ").trim();
-    add("rect", { class: cls, x: x(a), y: top + s.i * row, height: row - 4, width: Math.max(2, x(b) - x(a)) })
-      .append(Object.assign(document.createElementNS(NS, "title"),
-        { textContent: `[${s.i + 1}] ${s.e.title || s.e.doc_id}: ${humanInterval(s.iv)}` }));
+    const title = Object.assign(document.createElementNS(NS, "title"),
+      { textContent: `[${s.i + 1}] ${s.e.title || s.e.doc_id}: ${humanInterval(s.iv)}` });
+    const y = top + s.i * row;
+    if (x(b) - x(a) < 3) {  // a day on a long axis (a prior close, a year-to-date base): a faint dot, not a bar
+      add("circle", { class: `point ${cls}`.trim(), cx: (x(a) + x(b)) / 2, cy: y + (row - 4) / 2, r: 2 }).append(title);
+    } else {
+      add("rect", { class: `bar ${cls}`.trim(), x: x(a), y, height: row - 4, width: x(b) - x(a) }).append(title);
+    }
   }
   r.evidence.forEach((e, i) => {
     add("text", { class: "row-label", x: 4, y: top + i * row + row - 5 }, `[${i + 1}]`);
     if (conflicted.has(e.doc_id)) add("text", { class: "conflict-mark", x: W - right - 6, y: top + i * row + row - 5 }, "!");
   });
-  const ticks = 6;
-  for (let j = 0; j <= ticks; j++) {
-    const t = new Date(lo + ((hi - lo) * j) / ticks);
-    const g = hi - lo > 3 * 365 * 86400000 ? "year" : hi - lo > 62 * 86400000 ? "month" : "day";
-    add("text", { class: "tick", x: x(t), y: H - 6, "text-anchor": "middle" }, humanInstant(t, g));
+  for (const [t, g] of axisTicks(lo, hi)) {
+    const at = x(t.getTime());
+    const anchor = at < left + 30 ? "start" : at > W - right - 30 ? "end" : "middle";  // edge labels stay in view
+    add("line", { class: "tick-mark", x1: at, x2: at, y1: H - 22, y2: H - 18 });
+    add("text", { class: "tick", x: at, y: H - 6, "text-anchor": anchor }, humanInstant(t, g));
   }
+}
+
+// Axis ticks on period boundaries (1 Jan, the 1st of a month, midnight UTC) so each label names the
+// instant under it: [[Date, granularity], …], about 9 at most, from the finest step that fits between lo and hi (ms).
+const STEPS = [["day", 1], ["day", 2], ["day", 7], ["day", 14], ["month", 1], ["month", 2], ["month", 3],
+  ["month", 6], ["year", 1], ["year", 2], ["year", 5], ["year", 10], ["year", 20], ["year", 50], ["year", 100],
+  ["year", 250], ["year", 500], ["year", 1000]];
+const UNIT_MS = { day: 86400000, month: 30.44 * 86400000, year: 365.25 * 86400000 };
+function axisTicks(lo, hi) {
+  const [g, n] = STEPS.find(([u, k]) => (hi - lo) / (UNIT_MS[u] * k) <= 9) || STEPS[STEPS.length - 1];
+  const d = new Date(lo);
+  let t = g === "year" ? Date.UTC(d.getUTCFullYear() - (d.getUTCFullYear() % n), 0, 1)
+    : g === "month" ? Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - (d.getUTCMonth() % n), 1)
+      : Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  const out = [];
+  while (t <= hi && out.length < 40) {
+    if (t >= lo) out.push([new Date(t), g]);
+    const c = new Date(t);
+    const day = c.getUTCDate() + n;  // days: the 1st, 1st + n, … of each month (1, 8, 15, 22 for weeks)
+    t = g === "year" ? Date.UTC(c.getUTCFullYear() + n, 0, 1)
+      : g === "month" ? Date.UTC(c.getUTCFullYear(), c.getUTCMonth() + n, 1)
+        : day + n - 1 > 29 && n > 1 ? Date.UTC(c.getUTCFullYear(), c.getUTCMonth() + 1, 1)
+          : Date.UTC(c.getUTCFullYear(), c.getUTCMonth(), day);
+  }
+  return out;
 }
 
 // ---- then / now ---------------------------------------------------------------------------------------------
