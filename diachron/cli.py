@@ -26,7 +26,6 @@ from diachron.schemas.evidence import SCHEMA_VERSION, Evidence, SearchResult
 from diachron.schemas.time import format_instant, parse_instant
 
 
-
 class _OneLineErrors(TyperGroup):
     """Every error in one style: one line ``error: …`` on stderr. A usage error (unknown option, bad value,
     missing argument) exits 2 and names the ``--help`` to read; our own refusals (``_fail``) exit 1."""
