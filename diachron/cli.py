@@ -236,11 +236,13 @@ def annotate(
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
     as_json: Annotated[bool, typer.Option("--json", help="Print the chunks and intervals as JSON.")] = False,
 ) -> None:
-    """Run the two-stage rule annotation on TEXT and print chunks with their event intervals."""
+    """Run the two-stage rule annotation on TEXT and print chunks with their validity spans, as ingest writes
+    them: each interval with its kind (event, state, state_start, state_end, mention, inherited) and, for a
+    derived span, its provenance (inferred:next-change, inherited:section, …)."""
     from diachron.ingest.annotation.base import DocumentContext
     from diachron.ingest.chunking import SentenceChunker
     from diachron.ingest.embedding import resolve_embedder
-    from diachron.ingest.stages import StageConfig, build_annotator, chunk_time
+    from diachron.ingest.stages import StageConfig, build_annotator, document_times
     from diachron.schemas.ids import chunk_id, content_sha256
 
     body = typer.get_text_stream("stdin").read() if text == "-" else text
@@ -254,16 +256,19 @@ def annotate(
     notes = annotator.annotate_chunks([c.text for c in chunks], doc=stage1)
     payload = {"schema_version": SCHEMA_VERSION, "published_at": format_instant(stage1.published_at),
                "published_at_source": stage1.published_at_source, "abstract": stage1.abstract, "chunks": []}
-    for c, note in zip(chunks, notes, strict=True):
-        intervals, source, _ = chunk_time(note.intervals, stage1.published_at)
-        payload["chunks"].append({"chunk_id": chunk_id(doc_id, c.seq, c.text), "text": c.text, "time_source": source,
-                                  "intervals": [i.to_dict() for i in intervals]})
+    times = document_times(body, [c.span for c in chunks], notes, stage1.published_at)
+    for c, when in zip(chunks, times, strict=True):
+        payload["chunks"].append({"chunk_id": chunk_id(doc_id, c.seq, c.text), "text": c.text,
+                                  "time_source": when.time_source,
+                                  "intervals": [{**sp.interval.to_dict(), "kind": sp.kind, "provenance": sp.provenance,
+                                                 "text": sp.text} for sp in when.spans]})
     if as_json:
         out.print_json(json.dumps(payload))
         return
     out.print(f"published_at: {payload['published_at']} ({payload['published_at_source']})\nabstract: {payload['abstract']}")
     for c in payload["chunks"]:
-        spans = ", ".join(f"[{i['start']}, {i['end']}) {i['granularity']}" for i in c["intervals"]) or "none"
+        spans = ", ".join(f"[{i['start']}, {i['end']}) {i['kind']}" + (f" ({i['provenance']})" if i["provenance"] else "")
+                          for i in c["intervals"]) or "none"
         out.print(f"- {c['chunk_id']} ({c['time_source']}): {spans}")
 
 

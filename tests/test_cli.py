@@ -21,10 +21,15 @@ def test_annotate_json_contract():
     assert payload["schema_version"].startswith("1.")
     assert (payload["published_at"], payload["published_at_source"]) == ("2025-04-05T19:29:42Z", "metadata")
     [chunk] = payload["chunks"]
-    spans = {(i["start"], i["end"], i["granularity"]) for i in chunk["intervals"]}
-    assert spans == {("2025-03-01T00:00:00Z", "2025-03-02T00:00:00Z", "day"),
-                     ("2025-03-03T00:00:00Z", "2025-03-04T00:00:00Z", "day")}
-    assert set(chunk) >= {"chunk_id", "text", "intervals"}
+    spans = {(i["start"], i["end"], i["granularity"], i["kind"]) for i in chunk["intervals"] if not i["provenance"]}
+    assert spans == {("2025-03-01T00:00:00Z", "2025-03-02T00:00:00Z", "day", "state_start"),  # "opened on"
+                     ("2025-03-03T00:00:00Z", "2025-03-04T00:00:00Z", "day", "event")}
+    # derived, as ingest writes them: renewals opened on 1 March and nothing later changes -> open span;
+    # the section (the whole text) spans 1-3 March
+    derived = {(i["start"], i["end"], i["kind"], i["provenance"]) for i in chunk["intervals"] if i["provenance"]}
+    assert derived == {("2025-03-01T00:00:00Z", None, "state", "inferred:open"),
+                       ("2025-03-01T00:00:00Z", "2025-03-04T00:00:00Z", "inherited", "inherited:section")}
+    assert set(chunk) >= {"chunk_id", "text", "intervals", "time_source"}
 
 
 def test_annotate_rejects_a_bad_clock():
