@@ -20,6 +20,7 @@ __all__ = [
     "FOLD",
     "GATES",
     "Gate",
+    "LEADS",
     "FISCAL_RELATIVE",
     "FISCAL_YEAR",
     "HALF",
@@ -155,6 +156,30 @@ _ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DA
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
 RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
            rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")
+
+
+# --- leads: the characters a match can start with, looked ahead first ------------------------------------
+# A pattern opening with \b, a lookbehind or a long alternation is tried at every position of the text; a
+# one-character lookahead for the letters its matches can start with (under the pattern's own flags, so
+# "May" and "may" alike) rejects most positions at once and finds the same matches. Month names start with
+# one of "adfjmnos", day numbers with a digit or one of "efnst" (first ... thirty-first).
+_MONTH_LEAD, _DAY_LEAD = "adfjmnos", r"\defnst"
+LEADS: dict[re.Pattern[str], str] = {}
+
+
+def _led(first: str, pattern: re.Pattern[str]) -> re.Pattern[str]:
+    led = re.compile(f"(?=[{first}])" + pattern.pattern, pattern.flags)
+    LEADS[led] = f"(?=[{first}])"
+    return led
+
+
+WORD_DATE_MDY, MONTH_YEAR, DAY_RANGE = (_led(_MONTH_LEAD, p) for p in (WORD_DATE_MDY, MONTH_YEAR, DAY_RANGE))
+WORD_DATE_DMY = _led(_DAY_LEAD, WORD_DATE_DMY)
+MONTH_RANGE_YEAR, MONTH_RANGE_BARE = (_led("b" + _MONTH_LEAD, p) for p in (MONTH_RANGE_YEAR, MONTH_RANGE_BARE))
+DAY_RANGE_SHARED_YEAR = _led("b" + _MONTH_LEAD + _DAY_LEAD, DAY_RANGE_SHARED_YEAR)
+YEAR = _led("12", YEAR)
+PART_OF_YEAR = _led("elmt", PART_OF_YEAR)
+RANGE = _led(f"belmqt{_MONTH_LEAD}{_DAY_LEAD}", RANGE)  # from/between, early/mid/late/the end, Q1, first quarter
 
 
 # --- gates: what every match of a pattern contains, so a text lacking it is not searched ---------------

@@ -113,3 +113,14 @@ def test_an_offset_in_long_text_is_read() -> None:
     found = extract_mentions(text, reference=datetime(1946, 1, 21, tzinfo=UTC))
     assert [(m.text, m.interval.start, m.interval.end) for m in found] == [
         ("past eighteen months", datetime(1944, 7, 1, tzinfo=UTC), datetime(1946, 1, 1, tzinfo=UTC))]
+
+
+def test_leads_find_the_same_matches(corpus: list[str]) -> None:
+    # a led pattern is its pattern behind a lookahead for the characters its matches start with
+    assert set(P.LEADS) >= {P.RANGE, P.YEAR, P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.DAY_RANGE_SHARED_YEAR}
+    for led, lead in P.LEADS.items():
+        assert led.pattern.startswith(lead)
+        unled = re.compile(led.pattern[len(lead):], led.flags)
+        for text in corpus:
+            assert [(m.span(), m.groupdict()) for m in led.finditer(text)] == \
+                [(m.span(), m.groupdict()) for m in unled.finditer(text)], (lead, text[:80])
