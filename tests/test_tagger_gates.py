@@ -124,3 +124,16 @@ def test_leads_find_the_same_matches(corpus: list[str]) -> None:
         for text in corpus:
             assert [(m.span(), m.groupdict()) for m in led.finditer(text)] == \
                 [(m.span(), m.groupdict()) for m in unled.finditer(text)], (lead, text[:80])
+
+
+def test_the_folded_trigger_answers_as_the_trigger(corpus: list[str]) -> None:
+    from diachron.temporal import grammar as G
+
+    assert G._TRIGGER_FOLDED.pattern == G._TRIGGER_FOLDED.pattern.lower()  # no capital literal, no \S \W \D \B
+    texts = [*corpus, "We met in May.", "we may meet", "early May", "EARLY MAY 3PM", "ſpring", "last \u212aelvin days"]
+    for text in texts:
+        folded = text.translate(P.FOLD).lower()
+        for start in range(0, len(text), 37):
+            stop = min(len(text), start + 80)
+            assert bool(G._TRIGGER_FOLDED.search(folded, start, stop) or G._MAY.search(text, start, stop)) == \
+                bool(G._TRIGGER.search(text, start, stop)), text[start:stop]
