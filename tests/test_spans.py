@@ -108,9 +108,22 @@ def test_state_end_closes_a_span_opened_earlier() -> None:
     left = Span(period(t(2012), Granularity.YEAR), "state_end", "2012")
     out = document_timeline([[joined], [won], [left]])
     assert _spans(out[2], "inferred:previous-change") == [Interval(t(2001), t(2013))]
-    # an end with only events before it is open to the past ("editor until May 2013", no start written)
+    # an end with only events before it ("editor until 2012", no start written): the state held as far
+    # back as the document's timeline reaches, its first date (the 2009 cup), not the open past
     (editor,) = document_timeline([[won, left]])
-    assert _spans(editor, "inferred:open-past") == [Interval(None, t(2013))]
+    assert _spans(editor, "inferred:timeline-start") == [Interval(t(2009), t(2013))]
+    assert _spans(editor, "inferred:open-past") == []
+
+
+def test_a_state_start_in_a_dated_document_ends_with_its_publication_day() -> None:
+    # a 1925 speech: "since March 1921 the debt has fallen" -> the state cannot be attested after 1925
+    since = Span(period(t(1921, 3), Granularity.MONTH), "state_start", "March 1921")
+    (speech,) = document_timeline([[since]], published_at=t(1925, 12, 8))
+    assert _spans(speech, "inferred:to-publication") == [Interval(t(1921, 3), t(1925, 12, 9))]
+    assert _spans(speech, "inferred:open") == []
+    # without a publication time it stays open
+    (page,) = document_timeline([[since]])
+    assert _spans(page, "inferred:open") == [Interval(t(1921, 3), None)]
 
 
 def test_undated_chunks_inherit_section_then_document_then_nothing() -> None:

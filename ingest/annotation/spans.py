@@ -15,12 +15,16 @@ words of the clause). :func:`document_timeline` then works over one document's c
 
 1. **Opening and closing.** A ``state_start`` at ``[a, b)`` opens a span ``[a, c)`` where ``c`` is the
    start of the next change in the document's own timeline (the next dated ``state_start`` or ``state``
-   after ``b``; the next appointment, the next club, the next version), else stays open (``end = None``).
+   after ``b``; the next appointment, the next club, the next version), else, for a document with a
+   publication time, ends with its publication day (``inferred:to-publication``: a text cannot attest a
+   state past its own date), else stays open (``end = None``).
    A ``state_end`` at ``[a, b)`` closes a span ``[c, b)`` where ``c`` is the latest dated change (a
-   ``state_start`` or ``state``) before ``a``, the span it closes, else the open past: a dated event in
-   between ("he won the cup in 2009") does not say when the state began. The derived span is added beside the literal one (the literal date stays:
-   it is the evidence), with ``provenance`` ``inferred:next-change``, ``inferred:open``,
-   ``inferred:previous-change`` or ``inferred:open-past``; literal intervals have ``provenance = None``.
+   ``state_start`` or ``state``) before ``a``, the span it closes (a dated event in between, "he won the
+   cup in 2009", does not say when the state began); with no change before it, the document's first dated
+   point (``inferred:timeline-start``: the state held as far back as the document's timeline reaches),
+   else the open past. The derived span is added beside the literal one (the literal date stays:
+   it is the evidence), with ``provenance`` ``inferred:next-change``, ``inferred:to-publication``, ``inferred:open``,
+   ``inferred:previous-change``, ``inferred:timeline-start`` or ``inferred:open-past``; literal intervals have ``provenance = None``.
 2. **Carrying.** A chunk's dated facts hold from its first date until the document's timeline moves on:
    ``[earliest start, next dated point at or after its latest end)``, kind ``state``, provenance
    ``inferred:timeline`` (nothing is carried when nothing later is dated: a single-chunk document gets
@@ -46,7 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from diachron.schemas.time import Granularity, Interval
+from diachron.schemas.time import Granularity, Interval, period
 
 __all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "section_starts", "sections_by_position", "spans_of"]
 
@@ -209,21 +213,29 @@ def _points(spans: Sequence[Span]) -> list[datetime]:
     return sorted({s.interval.start for s in spans if s.kind != "mention" and s.interval.start is not None})
 
 
-def _open(span: Span, changes: list[datetime]) -> Span:
+def _open(span: Span, changes: list[datetime], published_end: datetime | None = None) -> Span:
     end = span.interval.end
     later = [c for c in changes if end is not None and c >= end]
     if later:
         return Span(Interval(span.interval.start, later[0], span.interval.granularity), "state", span.text,
                     "inferred:next-change")
+    if published_end is not None and end is not None and published_end > end:
+        # a text cannot attest a state past its own publication: the span ends with the publication day
+        return Span(Interval(span.interval.start, published_end, span.interval.granularity), "state", span.text,
+                    "inferred:to-publication")
     return Span(Interval(span.interval.start, None, span.interval.granularity), "state", span.text, "inferred:open")
 
 
-def _close(span: Span, changes: list[datetime]) -> Span:
+def _close(span: Span, changes: list[datetime], points: list[datetime]) -> Span:
     start = span.interval.start
     earlier = [c for c in changes if start is not None and c < start]
     if earlier:
         return Span(Interval(earlier[-1], span.interval.end, span.interval.granularity), "state", span.text,
                     "inferred:previous-change")
+    first = [p for p in points if start is not None and p < start][:1]
+    if first:  # nothing opened it: the state held as far back as the document's own timeline reaches
+        return Span(Interval(first[0], span.interval.end, span.interval.granularity), "state", span.text,
+                    "inferred:timeline-start")
     return Span(Interval(None, span.interval.end, span.interval.granularity), "state", span.text,
                 "inferred:open-past")
 
@@ -276,10 +288,11 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     sections = list(sections) if sections is not None else [0] * len(chunks)
     literal = [s for spans in chunks for s in spans]
     changes, points = _changes(literal), _points(literal)
+    published_end = period(published_at, Granularity.DAY).end if published_at is not None else None
     own: list[list[Span]] = []
     for spans in chunks:
-        derived = [_open(s, changes) for s in spans if s.kind == "state_start"]
-        derived += [_close(s, changes) for s in spans if s.kind == "state_end"]
+        derived = [_open(s, changes, published_end) for s in spans if s.kind == "state_start"]
+        derived += [_close(s, changes, points) for s in spans if s.kind == "state_end"]
         carried = _carry(spans, points) if carry else None
         derived += [carried] if carried is not None else []
         own.append([*spans, *derived])
@@ -303,8 +316,6 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
             out.append(ChunkTime([Span(extent, "inherited", None, "inherited:document")], "inherited:document",
                                  "known"))
         elif published_at is not None:
-            from diachron.schemas.time import period
-
             out.append(ChunkTime([Span(period(published_at, Granularity.DAY), "event", None, "published")],
                                  "published", "known"))
         else:
