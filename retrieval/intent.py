@@ -161,7 +161,8 @@ def event_named_by(question: str, mention: TimeMention) -> str | None:
 
     A date written between "the" and a noun that is no time word names an event; the phrase is returned
     from "the" to its last word (at most six words after the date, up to punctuation, a conjunction or a
-    preposition). Relative dates ("the next day") and periods ("the 2008 season", "the 1990s") name none.
+    preposition). Relative dates ("the next day") and periods ("the 2008 season", "after the 1920s?") name
+    none; "the 1990s boom" does.
     """
     start, end = mention.span
     the = None if mention.text.lower().startswith("the ") else _THE.search(question, max(0, start - 8), start)
