@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from diachron.schemas.time import Granularity, Interval, add_months, to_utc
 
@@ -82,6 +82,18 @@ def _engine() -> tuple[Any, Any, Any]:
     return zones, lang, duckling.parse_dimensions(["time"])
 
 
+@functools.lru_cache(maxsize=256)
+def _context(timezone: str, epoch: int) -> Any:
+    """Duckling's clock and locale for one reference second (the sentences of a text share it)."""
+    import duckling
+
+    zones, lang, _ = _engine()
+    try:
+        return duckling.Context(duckling.parse_ref_time(zones, timezone, epoch), lang)
+    except Exception as exc:  # the binding raises its own error type for an unknown zone
+        raise ValueError(f"unknown time zone for Duckling: {timezone!r}") from exc
+
+
 def _instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -129,13 +141,12 @@ def duckling_parse(text: str, *, reference: datetime, timezone: str = "UTC",
         raise ValueError(f"text of {len(text)} characters: Duckling is given at most {_MAX_CHARS}")
     import duckling
 
-    zones, lang, dims = _engine()
-    zone = ZoneInfo(timezone)
-    epoch = int(to_utc(reference).timestamp())
+    _, _, dims = _engine()
     try:
-        context = duckling.Context(duckling.parse_ref_time(zones, timezone, epoch), lang)
-    except Exception as exc:  # the binding raises its own error type for an unknown zone
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
         raise ValueError(f"unknown time zone for Duckling: {timezone!r}") from exc
+    context = _context(timezone, int(to_utc(reference).timestamp()))
     out: list[DucklingMatch] = []
     for item in duckling.parse(text, context, dims, latent):
         try:

@@ -320,3 +320,10 @@ def test_news_sentences_in_a_friday_article() -> None:
 ])
 def test_years_before_1600_and_addresses(text: str, expected: list[tuple[str, str]]) -> None:
     assert _pairs(text, reference=None) == expected
+
+
+def test_duckling_names_an_unknown_zone_in_one_line() -> None:
+    from diachron.temporal.duckling import duckling_parse
+
+    with pytest.raises(ValueError, match="unknown time zone for Duckling: 'Mars/Base'"):
+        duckling_parse("in 7 days", reference=datetime(2013, 2, 12, tzinfo=UTC), timezone="Mars/Base")
