@@ -142,7 +142,8 @@ def passage_ranking(chunk_ids: Sequence[str], passages_of: Callable[[str], list[
 KS = (5, 10, 20)
 #: name -> what it is, in report order.
 TIMEQA_METHODS: dict[str, str] = {
-    "diachron": "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit",
+    "diachron": "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit + "
+                "document context",
     "diachron-strict": "the same with strict=True (known, overlapping time only)",
     "diachron-nodoc": "diachron without the document context in the re-ranking (context_weight=0)",
     "paper": "TA-RAG's ranking: strict time filter + e_hypo, similarity only (temporal_weight=0)",
