@@ -40,7 +40,9 @@ def build_evidence(hits: list[Hit], documents: Any, *, chronological: bool = Tru
         text=r["text"], score=h.score, published_at=r["published_at"],
         intervals=tuple(intervals_from_arrow(r["intervals"])), time_source=r["time_source"],
         valid_from=r["valid_from"], valid_until=r["valid_until"], recorded_at=r["recorded_at"],
-        superseded_by=superseded_by.get(r["doc_id"]), rank=n)
+        superseded_by=superseded_by.get(r["doc_id"]), rank=n,
+        interval_kinds=tuple((iv.get("kind") or "event", iv.get("provenance")) for iv in r["intervals"] or ()),
+        temporal_fit=float(h.focus))
         for n, (h, r) in enumerate(zip(hits, rows, strict=True), 1)]
     if chronological:
         order = {id(c): r["seq"] for c, r in zip(cards, rows, strict=True)}

@@ -31,6 +31,11 @@ class Evidence:
         superseded_by: doc id of the next version of the same series in the lineage (as of the query's
             transaction time), when one is stored.
         corrected_by: doc id of a correction of this version (as of), when one is stored.
+        interval_kinds: per interval, ``(kind, provenance)`` (``event``/``state``/… and ``None`` for an
+            interval as written, ``inferred:…``/``inherited:…`` for a derived span); empty for cards built
+            without them. In ``to_dict`` each interval carries ``kind`` and ``provenance``.
+        temporal_fit: the chunk's temporal fit to the question's window in [0, 1] (1.0 without a time
+            filter; :mod:`diachron.retrieval.tiers`).
     """
 
     chunk_id: str
@@ -48,17 +53,26 @@ class Evidence:
     superseded_by: str | None = None
     corrected_by: str | None = None
     rank: int = 0
+    interval_kinds: tuple[tuple[str, str | None], ...] = ()
+    temporal_fit: float = 1.0
+
+    def _interval_dicts(self) -> list[dict[str, Any]]:
+        out = [i.to_dict() for i in self.intervals]
+        if len(self.interval_kinds) == len(out):
+            for d, (kind, provenance) in zip(out, self.interval_kinds, strict=True):
+                d["kind"], d["provenance"] = kind, provenance
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "chunk_id": self.chunk_id, "doc_id": self.doc_id, "series_id": self.series_id, "title": self.title,
-            "published_at": format_instant(self.published_at), "intervals": [i.to_dict() for i in self.intervals],
+            "published_at": format_instant(self.published_at), "intervals": self._interval_dicts(),
             "time_source": self.time_source,
             "time_status": "time unknown" if self.time_source == "unknown" else "known",
             "valid_from": format_instant(self.valid_from),
             "valid_until": format_instant(self.valid_until), "recorded_at": format_instant(self.recorded_at),
             "superseded_by": self.superseded_by, "corrected_by": self.corrected_by, "score": round(self.score, 6), "rank": self.rank,
-            "text": self.text,
+            "temporal_fit": round(self.temporal_fit, 6), "text": self.text,
         }
 
     @classmethod
@@ -75,6 +89,8 @@ class Evidence:
                 continue
             value = data[f.name]
             if f.name == "intervals":
+                if value and all("kind" in i for i in value):
+                    values["interval_kinds"] = tuple((i["kind"], i.get("provenance")) for i in value)
                 value = tuple(Interval.from_dict(i) for i in value)
             elif "datetime" in str(f.type) and isinstance(value, str):
                 value = parse_instant(value)

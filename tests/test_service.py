@@ -36,7 +36,8 @@ def _result() -> SearchResult:
     card = Evidence(chunk_id="c1", doc_id="refund-v1", series_id="refund", title="Refund policy v1", text="30 days.",
                     score=0.812345678, published_at=_utc(2011, 2, 28, 21), intervals=(month,), time_source="event",
                     valid_from=_utc(2011, 1, 1), valid_until=_utc(2011, 4, 1), recorded_at=_utc(1, 1, 1),
-                    superseded_by="refund-v2", rank=2)
+                    superseded_by="refund-v2", rank=2, interval_kinds=(("state", "inferred:next-change"),),
+                    temporal_fit=0.8)
     window = Interval(_utc(2010, 9, 1), _utc(2012, 9, 1), Granularity.MONTH)
     intent = TemporalIntent(core_query="what was the refund rule?", intervals=(window,), relation=Relation.BETWEEN,
                             reference_time=_utc(2026, 1, 1), granularity=Granularity.MONTH, assumptions=("UTC",))
@@ -58,6 +59,10 @@ def test_search_result_round_trips_through_json():
     card = back.evidence[0]
     assert card.published_at == _utc(2011, 2, 28, 21) and card.recorded_at == _utc(1, 1, 1)
     assert card.intervals == result.evidence[0].intervals and card.superseded_by == "refund-v2"
+    # each interval says its kind and provenance (why the card is in the window), and the card its fit
+    assert wire["evidence"][0]["intervals"][0] == {**card.intervals[0].to_dict(), "kind": "state",
+                                                   "provenance": "inferred:next-change"}
+    assert (card.interval_kinds, card.temporal_fit) == ((("state", "inferred:next-change"),), 0.8)
     assert [type(s).__name__ for s in back.signals] == ["GapSignal", "ConflictSignal", "Clarification"]
     assert back.intent.relation is Relation.BETWEEN and back.intent.granularity is Granularity.MONTH
 
