@@ -47,6 +47,7 @@ __all__ = [
     "WORD_DATE_MDY",
     "YEAR",
     "YEAR_EARLY",
+    "YEAR_PRESENT",
     "YEAR_RANGE",
     "month_number",
     "number_value",
@@ -106,6 +107,8 @@ YEAR = _c(rf"(?<![\d$£€.,/-])(?<!\d,)(?P<year>{YEAR4})(?![\d%]|,\d|\.\d|\s*(?
 # a span of years; 1000-1599 too ("1546–1553 : Robert Weston"): two four-digit years joined by a dash are
 # no count (the resolver refuses spans over 50 years)
 YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR_M})\s*[-–—/]\s*(?P<y2>{YEAR_M}|\d{{2}})(?![\d%/-])")
+# "2019–present", "1998 - today": a state from that year on (Wikipedia lists of office holders)
+YEAR_PRESENT = _c(rf"(?<![\d$.,])(?P<year>{YEAR_M})\s*[-–—]\s*(?:present|now|today)\b")
 # a year 1000-1599 only where a year preposition precedes it ("in 1544", "about 1541", "since 1066"): a bare
 # number in that range is more often a count (the lookahead first spares the lookbehinds at every other position)
 _EARLY_CUES = ("in", "since", "until", "till", "from", "by", "about", "around", "circa", "c.", "ca.", "before",
@@ -227,6 +230,7 @@ GATES: dict[re.Pattern[str], tuple[Gate, ...]] = {
     PART_OF_YEAR: (_G_YEAR, _gf(r"early|mid|late|end")),
     YEAR: (_G_YEAR,),
     YEAR_RANGE: (_G_YEAR,),
+    YEAR_PRESENT: (_G_YEAR, _gf(r"present|now|today")),
     YEAR_EARLY: (_g(r"1[0-5]\d\d"),),
     CENTURY: (_gf(r"century"),),
     RELATIVE_ORDINAL_DAY: (_gf(r"(?:this|last|next|previous|current)\s+month"),),

@@ -594,7 +594,7 @@ _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
     (P.MONTH_RANGE_YEAR, _month_range_year, True), (P.MONTH_RANGE_BARE, _month_range_bare, True),
     (P.DURATION_UP_TO, _duration_up_to, False), (P.DAY_RANGE, _day_range, True),
     (P.DAY_RANGE_SHARED_YEAR, _day_range_shared_year, True),
-    (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES, (P.CENTURY, _century, False),
+    (P.YEAR_PRESENT, _year, False), (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES, (P.CENTURY, _century, False),
     (P.FISCAL_RELATIVE, _fiscal_relative, False), (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
     (P.RELATIVE_MONTH_DAY, _relative_month_day, False),
     (P.RELATIVE_AGO, _relative_ago, False), (P.RELATIVE_PERIOD, _relative_period, False),

@@ -308,3 +308,12 @@ def test_document_context_lets_fit_decide_within_a_document() -> None:
     assert np.argsort(-got).tolist() == [1, 0, 3, 2]
     # without the context the introduction wins: 0.8 vs 0.6
     assert np.argsort(-rank(sim, focus, 0.1)).tolist() == [0, 3, 2, 1]
+
+
+@pytest.mark.parametrize(("text", "expression", "kind"), [
+    ("The mayors of Kåfjord: - 2019–present : Bernt Eirik Isaksen Lyngstad ( Ap )", "2019–present", "state_start"),
+    ("After graduating in 1982 , Gruden spent a year at Dayton", "1982", "state_end"),  # studies end
+])
+def test_kinds_of_list_entries_and_graduation(text: str, expression: str, kind: str) -> None:
+    start = text.index(expression)
+    assert classify(text, (start, start + len(expression))) == kind

@@ -70,7 +70,7 @@ _END_WORDS = (
     "ending", "ends", "stepped down", "dismissed", "replaced", "removed", "divorced", "died", "death",
     "closed", "dissolved", "defeated", "lost", "sold", "ceased", "quit", "released", "departed", "expired",
     "demolished", "disbanded", "abolished", "up to", "succeeded by", "ousted", "deposed", "fired", "sacked",
-    "terminated", "broke up", "relegated",
+    "terminated", "broke up", "relegated", "graduated", "graduating",
 )
 _RANGE_WORDS = ("between", "from")
 _EVENT_PREPS = frozenset({"in", "on", "at", "by", "during", "of", "circa", "c.", "around", "about", "early",
@@ -88,6 +88,7 @@ def _phrase_re(words: Sequence[str]) -> re.Pattern[str]:
 
 _START_RE = _phrase_re(_START_WORDS)
 _END_RE = _phrase_re(_END_WORDS)
+_TO_PRESENT = re.compile(r"[-–—]\s*(?:present|now|today)$")
 _ONWARD_AFTER = re.compile(r"^\s*(?:on|onwards?|and\s+(?:after|later|beyond)|forward|to\s+(?:the\s+)?present)\b")
 _RANGE_AFTER = re.compile(r"^\s*(?:to|until|till|through|and|-|–|—)\s*(?:\(|\d|[a-z]+\s+\d)", re.I)
 
@@ -135,7 +136,7 @@ def _after(text: str, end: int) -> str:
 def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str:
     """The kind of the mention at ``text[span[0]:span[1]]`` (one of :data:`KINDS` except ``inherited``).
 
-    Rules, first match wins: an explicit range (``is_range``, or "from X to Y" / "between X and Y") is a
+    Rules, first match wins: a year "to present" ("2019–present") is a ``state_start``; an explicit range (``is_range``, or "from X to Y" / "between X and Y") is a
     ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
     word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
     ``state_start``; a bare date used as a modifier ("the 2002 election") a ``mention``; a figure stated at
@@ -144,6 +145,8 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     clause ("On 1 May 2006, he was appointed …").
     """
     mention = text[span[0]:span[1]].lower()
+    if _TO_PRESENT.search(mention):
+        return "state_start"  # "2019–present": a state from 2019 on
     if is_range or re.search(r"\b(?:to|until|till|through|and)\b|[-–—]", mention[1:]) and \
             re.match(r"^(?:from|between)\b", mention):
         return "state"
