@@ -44,17 +44,35 @@ def test_generator_is_deterministic_and_follows_the_chunks_schema():
     assert all(np.array_equal(x.vector, y.vector) for x, y in zip(queries(2), queries(2), strict=True))
 
 
-def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight: float = 0.0) -> list[str]:
+def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight: float = 0.0,
+                 context_weight: float = 0.75) -> list[str]:
     """Independent ground truth: Interval.overlaps on each row's intervals, then a full dot product;
-    with ``weight``, the top max(3k, 50) by similarity re-ranked by similarity + weight x focus."""
+    with ``weight``, the top max(3k, 50) by similarity re-ranked by similarity + context_weight x (best
+    similarity of the same document in the pool - own) + weight x focus."""
     keep = [r for r in rows if any(i.overlaps(window) for i in intervals_from_arrow(r["intervals"]))]
     scores = np.array([np.dot(np.asarray(r["vector"], dtype=np.float32), vector) for r in keep])
     order = np.argsort(-scores)
     if not weight:
         return [keep[i]["chunk_id"] for i in order[:K]]
     pool = order[:max(3 * K, 50)]
-    focus = [np.mean([i.overlaps(window) for i in intervals_from_arrow(keep[j]["intervals"])]) for j in pool]
-    ranked = sorted(zip(pool, focus, strict=True), key=lambda p: -(scores[p[0]] + weight * p[1]))
+    year = 365.25 * 86_400
+
+    def near(i: Interval) -> float:  # a window open on one side: 1 / (1 + years between interval and bound)
+        if (window.start is None) == (window.end is None):
+            return 1.0
+        if window.start is None:
+            gap = 0.0 if i.end is None else max(0.0, (window.end - min(i.end, window.end)).total_seconds())
+        else:
+            gap = 0.0 if i.start is None else max(0.0, (max(i.start, window.start) - window.start).total_seconds())
+        return 1.0 / (1.0 + gap / year)
+
+    focus = [np.mean([i.overlaps(window) * near(i) for i in intervals_from_arrow(keep[j]["intervals"])])
+             for j in pool]
+    best: dict[str, float] = {}
+    for j in pool:
+        best[keep[j]["doc_id"]] = max(best.get(keep[j]["doc_id"], -np.inf), float(scores[j]))
+    ranked = sorted(zip(pool, focus, strict=True), key=lambda p: -(
+        scores[p[0]] + context_weight * (best[keep[p[0]]["doc_id"]] - scores[p[0]]) + weight * p[1]))
     return [keep[j]["chunk_id"] for j, _ in ranked[:K]]
 
 
