@@ -34,6 +34,7 @@ __all__ = ["Cover", "TimePartitionedIndex"]
 log = logging.getLogger(__name__)
 
 RUN_MIN = 256  # runs of at least this many consecutive positions are scored as slices
+SCAN_SHARE = 0.5  # above this share of the rows, score every row in one pass and keep the positions
 
 
 @dataclass(slots=True)
@@ -164,20 +165,27 @@ class TimePartitionedIndex:
         return None if a == b else np.arange(a, b)
 
     def exact(self, positions: np.ndarray, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact; runs scored as slices."""
+        """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact; runs scored as slices.
+
+        When the positions are more than :data:`SCAN_SHARE` of the rows, one pass over every row (a single
+        matrix-vector product over contiguous memory) is cheaper than gathering them: scored that way.
+        """
         if not len(positions):
             return positions, np.empty(0, dtype=np.float32)
+        if len(positions) > SCAN_SHARE * self.num_rows:
+            return _top(positions, (self.vectors @ query)[positions], depth)
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
         run_lo = np.concatenate([[0], breaks])
         run_hi = np.concatenate([breaks, [len(positions)]])
-        long = (run_hi - run_lo) >= RUN_MIN
+        lengths = run_hi - run_lo
+        long = lengths >= RUN_MIN
         parts_pos, parts_score = [], []
         for a, b in zip(run_lo[long], run_hi[long], strict=True):
             p0 = int(positions[a])
             parts_pos.append(positions[a:b])
             parts_score.append(self.vectors[p0:p0 + (b - a)] @ query)
         if (~long).any():
-            short = np.concatenate([positions[a:b] for a, b in zip(run_lo[~long], run_hi[~long], strict=True)])
+            short = positions[~np.repeat(long, lengths)]  # every position outside the long runs, in order
             parts_pos.append(short)
             parts_score.append(self.vectors[short] @ query)
         return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
