@@ -114,10 +114,11 @@ def document_times(text: str, chunk_spans: list[tuple[int, int]], notes: list[An
     ``notes`` their stage-2 :class:`~diachron.ingest.annotation.base.ChunkAnnotation`. Returns one
     :class:`~diachron.ingest.annotation.spans.ChunkTime` per chunk.
     """
-    from diachron.ingest.annotation.spans import document_timeline, sections_by_position, spans_of
+    from diachron.ingest.annotation.spans import document_timeline, has_headings, sections_by_position, spans_of
 
     literal = [spans_of(n.intervals, n.texts, n.kinds) for n in notes]
-    return document_timeline(literal, sections=sections_by_position(text, chunk_spans), published_at=published_at)
+    return document_timeline(literal, sections=sections_by_position(text, chunk_spans), published_at=published_at,
+                             headed=has_headings(text))
 
 
 def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:

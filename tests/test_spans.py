@@ -317,3 +317,25 @@ def test_document_context_lets_fit_decide_within_a_document() -> None:
 def test_kinds_of_list_entries_and_graduation(text: str, expression: str, kind: str) -> None:
     start = text.index(expression)
     assert classify(text, (start, start + len(expression))) == kind
+
+
+def test_a_speech_without_headings_gets_no_section_or_carried_spans() -> None:
+    # a 1928 address naming 1812 in passing: no section (no headings), nothing carried from 1812 to 1928;
+    # an undated paragraph gets the publication day, not the hull 1812-1928
+    old = Span(period(t(1812), Granularity.YEAR), "event", "1812")
+    now = Span(period(t(1928), Granularity.YEAR), "event", "1928")
+    out = document_timeline([[old], [now], []], published_at=t(1928, 12, 4), headed=False)
+    assert out[0].spans == [old] and out[1].spans == [now]
+    assert (out[2].time_source, out[2].spans[0].interval) == ("published", Interval(t(1928, 12, 4), t(1928, 12, 5)))
+
+
+def test_derived_and_inherited_spans_end_with_the_publication_day() -> None:
+    # published 1 Jan 1930: the start in 1925 is carried to the next date (1935) -> capped at 2 Jan 1930;
+    # the 1935 date as written stays, its section span (1925-1936) is capped likewise
+    started = Span(period(t(1925), Granularity.YEAR), "state_start", "1925")
+    later = Span(period(t(1935), Granularity.YEAR), "event", "1935")
+    out = document_timeline([[started], [later]], published_at=t(1930, 1, 1))
+    assert _spans(out[0], "inferred:timeline") == [Interval(t(1925), t(1930, 1, 2))]
+    assert _spans(out[0], "inferred:to-publication") == [Interval(t(1925), t(1930, 1, 2))]
+    assert later in out[1].spans
+    assert _spans(out[1], "inherited:section") == [Interval(t(1925), t(1930, 1, 2))]

@@ -36,9 +36,14 @@ words of the clause). :func:`document_timeline` then works over one document's c
    the section narrates one period, and the chunk's facts belong to it. Ranking weighs these spans low
    (:mod:`diachron.retrieval.tiers`).
 4. **Inheritance.** A chunk without its own intervals inherits the hull of its section's dated spans
-   (a section starts at a heading line; a heading's own dates, "Early life (1920–1938)", count), else the
-   document's extent (hull of all dated spans): ``time_source`` ``inherited:section`` /
-   ``inherited:document``, interval kind ``inherited``. Nothing is invented where nothing is known.
+   (a section starts at a heading line; a heading's own dates, "Early life (1920–1938)", count), else —
+   for a document without a publication time — the document's extent (hull of all dated spans), else its
+   publication day: ``time_source`` ``inherited:section`` / ``inherited:document`` / ``published``,
+   interval kind ``inherited``. Nothing is invented where nothing is known.
+5. **Documents without headings** (a speech, a news story) have no sections: steps 2 and 3 apply only to
+   documents with markdown headings — a speech that names 1812 and 1963 in passing does not narrate that
+   span. **Publication.** In a document with a publication time every derived or inherited span ends with
+   its publication day (a text cannot attest a state past its own date); spans as written are kept.
 
 All intervals are half-open UTC ``[start, end)``; a ``None`` side is open.
 """
@@ -52,7 +57,8 @@ from datetime import datetime
 
 from diachron.schemas.time import Granularity, Interval, period
 
-__all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "section_starts", "sections_by_position", "spans_of"]
+__all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "has_headings", "section_starts",
+           "sections_by_position", "spans_of"]
 
 KINDS = ("event", "state", "state_start", "state_end", "mention", "inherited")
 
@@ -274,14 +280,18 @@ def _hull(spans: Sequence[Span]) -> Interval | None:
 def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[int] | None = None,
                       headings: dict[int, Sequence[Span]] | None = None,
                       published_at: datetime | None = None, carry: bool = True,
-                      widen: bool = True) -> list[ChunkTime]:
+                      widen: bool = True, headed: bool = True) -> list[ChunkTime]:
     """Open and close state spans in one document's timeline, then let undated chunks inherit.
 
     Args:
         chunks: each chunk's literal spans, in document order.
         sections: section number of each chunk (see :func:`section_starts`); default one section.
         headings: dated spans of section headings by section number ("Early life (1920–1938)").
-        published_at: the document's publication time, for chunks that inherit nothing else.
+        published_at: the document's publication time: derived and inherited spans end with its day (a
+            text cannot attest a state past its own date), and undated chunks without a section span
+            get its day (the document's extent only for a document without a publication time).
+        headed: the document has heading-delimited sections (:func:`has_headings`); without headings
+            there are no section spans (a speech's "section" would be the hull of every date it names).
 
     Returns:
         One :class:`ChunkTime` per chunk: literal spans plus derived ones (``time_source`` ``event``), or an
@@ -289,6 +299,7 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
         (``published``), else no span (``unknown``).
     """
     sections = list(sections) if sections is not None else [0] * len(chunks)
+    carry = carry and headed  # a speech naming 1812 in passing does not narrate 1812 onwards
     literal = [s for spans in chunks for s in spans]
     changes, points = _changes(literal), _points(literal)
     published_end = period(published_at, Granularity.DAY).end if published_at is not None else None
@@ -307,7 +318,10 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     extent = _hull(literal)
     out = []
     for n, spans in zip(sections, own, strict=True):
-        section = _hull(by_section.get(n, []))
+        section = _hull(by_section.get(n, [])) if headed else None
+        if section is not None and published_end is not None:
+            section = _capped(section, published_end)
+        spans = [c for c in (_cap(s, published_end) for s in spans) if c is not None]
         if spans:
             wider = [Span(section, "inherited", None, "inherited:section")] \
                 if widen and section is not None and all(s.interval != section for s in spans) else []
@@ -315,7 +329,7 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
             continue
         if section is not None:
             out.append(ChunkTime([Span(section, "inherited", None, "inherited:section")], "inherited:section", "known"))
-        elif extent is not None:
+        elif extent is not None and published_at is None:
             out.append(ChunkTime([Span(extent, "inherited", None, "inherited:document")], "inherited:document",
                                  "known"))
         elif published_at is not None:
@@ -324,6 +338,28 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
         else:
             out.append(ChunkTime([], "unknown", "unknown"))
     return out
+
+
+def _capped(interval: Interval, end: datetime) -> Interval | None:
+    """``interval`` ended no later than ``end`` (``None`` when it starts at or after it)."""
+    if interval.start is not None and interval.start >= end:
+        return None
+    if interval.end is None or interval.end > end:
+        return Interval(interval.start, end, interval.granularity)
+    return interval
+
+
+def _cap(span: Span, published_end: datetime | None) -> Span | None:
+    """A derived or inherited span ends with the publication day; spans as written are kept as they are."""
+    if published_end is None or span.provenance in (None, "published"):
+        return span
+    capped = _capped(span.interval, published_end)
+    return replace(span, interval=capped) if capped is not None else None
+
+
+def has_headings(text: str) -> bool:
+    """True when ``text`` has a markdown heading line (``# …``): its chunks fall in real sections."""
+    return _HEADING.search(text) is not None
 
 
 def spans_of(intervals: Sequence[Interval], texts: Sequence[str | None] = (), kinds: Sequence[str] = ()
