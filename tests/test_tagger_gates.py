@@ -31,6 +31,7 @@ EXAMPLES = {
     P.NUMERIC_DATE: "Visit on 15/4/2019.", P.QUARTER: "FY2023 Q4 and Q4 2018", P.HALF: "the first half of 2009",
     P.FISCAL_YEAR: "the fiscal year 1931", P.FISCAL_RELATIVE: "the present fiscal year", P.DECADE: "in the 1930s",
     P.PART_OF_YEAR: "mid-2007", P.YEAR: "in 2008", P.YEAR_RANGE: "1546–1553 : Robert Weston",
+    P.YEAR_PRESENT: "- 2019–present : Bernt Eirik Isaksen Lyngstad",
     P.YEAR_EARLY: "born in about 1541", P.CENTURY: "the 20th century", P.RELATIVE_ORDINAL_DAY: "the 1st of last month",
     P.RELATIVE_AGO: "three years ago", P.RELATIVE_PERIOD: "last quarter", P.RELATIVE_DAY: "yesterday",
     P.WEEKDAY: "put off until Monday", P.PRESENT_REF: "currently", P.CLOCK_RANGE: "today from 2PM to 3PM",
