@@ -312,11 +312,11 @@ def test_news_sentences_in_a_friday_article() -> None:
     ("c . 1541–1557 : John Story", [_d("1541-01-01", "1558-01-01")]),
     ("in 1544 Robert Weston was recorded as acting as Storys deputy", [_d("1544-01-01", "1545-01-01")]),
     ("John Story was appointed in about 1541 .", [_d("1541-01-01", "1542-01-01")]),
-    # a bare number in 1000-1599 is a count; a number before a street name is an address
     # a list entry "2019–present": the year it began (spans.classify makes it a state start)
     ("- 2019–present : Bernt Eirik Isaksen Lyngstad ( Ap )", [_d("2019-01-01", "2020-01-01")]),
     # tokenized Wikipedia text puts a space before the comma
     ("The first section opened on December 30 , 2010 .", [_d("2010-12-30", "2010-12-31")]),
+    # a bare number in 1000-1599 is a count; a number before a street name is an address
     ("he led 1500 soldiers into the city", []),
     ("The museum at 1785 Massachusetts Avenue opened", []),
 ])
