@@ -117,8 +117,10 @@ def document_times(text: str, chunk_spans: list[tuple[int, int]], notes: list[An
     from diachron.ingest.annotation.spans import document_timeline, has_headings, sections_by_position, spans_of
 
     literal = [spans_of(n.intervals, n.texts, n.kinds) for n in notes]
-    return document_timeline(literal, sections=sections_by_position(text, chunk_spans), published_at=published_at,
-                             headed=has_headings(text))
+    sections = sections_by_position(text, chunk_spans)
+    lead = sections[0] if len(set(sections)) > 1 else None  # the page's summary before its first section
+    return document_timeline(literal, sections=sections, published_at=published_at, headed=has_headings(text),
+                             lead=lead)
 
 
 def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:

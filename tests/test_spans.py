@@ -57,6 +57,11 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
     ("He had played for SV Werden Bremen from 2012 up until this move .", "2012", "state_start"),
     # a figure at a date is an event, whatever the verb (real stock summary): not a state ending
     ("Apple Inc. shares closed April 2000 at $124.06 on April 28, 2000 .", "April 2000", "event"),
+    # a lifespan between a name and its verb identifies the subject (TimeQA leads): a mention, not a state
+    # that every question about the person's life would fit fully (a list entry's span stays a state:
+    # test_a_range_from_the_tagger_is_a_state)
+    ("Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier , actor", "20 June 1925 – 28 May 1971",
+     "mention"),
 ])
 def test_kind_from_the_relation_words(text: str, date: str, kind: str) -> None:
     assert _kind(text, date) == kind
@@ -339,3 +344,64 @@ def test_derived_and_inherited_spans_end_with_the_publication_day() -> None:
     assert _spans(out[0], "inferred:to-publication") == [Interval(t(1925), t(1930, 1, 2))]
     assert later in out[1].spans
     assert _spans(out[1], "inherited:section") == [Interval(t(1925), t(1930, 1, 2))]
+
+
+def test_in_a_speech_states_open_and_close_only_against_the_chunks_own_changes() -> None:
+    # a 1936 address: "under the Constitution since 1787" (one paragraph), "elected in 1932" (another),
+    # "the banks were closed until March 1933" (a third). Without headings the speech's next change (1932)
+    # is another subject: the 1787 state ends with the publication day, and the bank closing derives no
+    # span (nothing before it in its paragraph says when it began); a headed page's timeline is one
+    # narrative: 1787 runs to the next change (1932), the end closes the span of the last change (1932).
+    since = Span(period(t(1787), Granularity.YEAR), "state_start", "since 1787")
+    elected = Span(period(t(1932), Granularity.YEAR), "state_start", "1932")
+    until = Span(period(t(1933, 3), Granularity.MONTH), "state_end", "until March 1933")
+    out = document_timeline([[since], [elected], [until]], published_at=t(1936, 1, 3), headed=False)
+    assert _spans(out[0], "inferred:to-publication") == [Interval(t(1787), t(1936, 1, 4))]
+    assert _spans(out[0], "inferred:next-change") == []
+    assert out[2].spans == [until]
+    page = document_timeline([[since], [elected], [until]])
+    assert _spans(page[0], "inferred:next-change") == [Interval(t(1787), t(1932))]
+    assert _spans(page[2], "inferred:previous-change") == [Interval(t(1932), t(1933, 4))]
+    # within one paragraph a change before the end still closes it: "from 1921 ... until March 1933"
+    opened = Span(period(t(1921), Granularity.YEAR), "state_start", "1921")
+    (both,) = document_timeline([[opened, until]], published_at=t(1936, 1, 3), headed=False)
+    assert _spans(both, "inferred:previous-change") == [Interval(t(1921), t(1933, 4))]
+
+
+def test_an_open_ended_reading_in_a_dated_document_ends_with_its_publication_day() -> None:
+    # a 1927 address, "after 1927" read as [1928-01-01, open): the text attests nothing past its own day
+    # (7 Dec 1927), so no window after it (an "IBM last month" in 2026) may admit it
+    after = Span(Interval(t(1928), None, Granularity.YEAR), "state_end", "after 1927")
+    (speech,) = document_timeline([[after]], published_at=t(1927, 12, 6), headed=False)
+    assert [s.interval for s in speech.spans] == [Interval(t(1928), None, Granularity.YEAR)]  # starts after: kept
+    before_pub = Span(Interval(t(1925), None, Granularity.YEAR), "state_start", "from 1925 on")
+    (speech,) = document_timeline([[before_pub]], published_at=t(1927, 12, 6), headed=False)
+    assert Interval(t(1925), t(1927, 12, 7), Granularity.YEAR) in [s.interval for s in speech.spans]
+    assert all(s.interval.end is not None for s in speech.spans)
+    # without a publication time the reading stays as written
+    (page,) = document_timeline([[before_pub]])
+    assert Interval(t(1925), None, Granularity.YEAR) in [s.interval for s in page.spans]
+
+
+def test_a_state_to_present_is_not_closed_by_a_later_change() -> None:
+    # Kåfjord's mayors: "2019–present : Bernt Eirik Isaksen Lyngstad", then a 2020 election chunk of the page
+    present = Span(period(t(2019), Granularity.YEAR), "state_start", "2019–present")
+    election = Span(period(t(2020), Granularity.YEAR), "state_start", "2020")
+    out = document_timeline([[present], [election]])
+    assert _spans(out[0], "inferred:open") == [Interval(t(2019), None)]
+    assert _spans(out[0], "inferred:next-change") == []
+
+
+def test_a_lead_state_closes_only_within_the_lead() -> None:
+    # Federation of the Greens: the lead says "formed in 1990" (section 1 = the lead); the History section
+    # narrates 1991 (a new list), 1994 (a start): the party's 1990 start is not closed by them. A start in
+    # a section closes at the next change anywhere later (the narrated timeline), as before.
+    formed = Span(period(t(1990), Granularity.YEAR), "state_start", "1990")
+    listed = Span(period(t(1991), Granularity.YEAR), "state_start", "1991")
+    later = Span(period(t(1994), Granularity.YEAR), "state_start", "1994")
+    out = document_timeline([[formed], [listed], [later]], sections=[1, 2, 2], lead=1)
+    assert _spans(out[0], "inferred:open") == [Interval(t(1990), None)]
+    assert _spans(out[1], "inferred:next-change") == [Interval(t(1991), t(1994))]
+    # without a lead (lead=None) the same start closes at the next change, 1991
+    plain = document_timeline([[formed], [listed], [later]], sections=[1, 2, 2])
+    assert _spans(plain[0], "inferred:next-change") == [Interval(t(1990), t(1991))]

@@ -316,6 +316,10 @@ def test_news_sentences_in_a_friday_article() -> None:
     ("- 2019–present : Bernt Eirik Isaksen Lyngstad ( Ap )", [_d("2019-01-01", "2020-01-01")]),
     # tokenized Wikipedia text puts a space before the comma
     ("The first section opened on December 30 , 2010 .", [_d("2010-12-30", "2010-12-31")]),
+    # ... also inside a range: one span 14 Feb 2013 - 27 Oct 2017 (both days included), not two days
+    ("was the secretary general from 14 February 2013 to October 27 , 2017 when",
+     [_d("2013-02-14", "2017-10-28")]),
+    ("served between October 3 , 1990 and May 1 , 1991 .", [_d("1990-10-03", "1991-05-02")]),
     # a bare number in 1000-1599 is a count; a number before a street name is an address
     ("he led 1500 soldiers into the city", []),
     ("The museum at 1785 Massachusetts Avenue opened", []),

@@ -17,7 +17,10 @@ words of the clause). :func:`document_timeline` then works over one document's c
    start of the next change in the document's own timeline (the next dated ``state_start`` or ``state``
    after ``b``; the next appointment, the next club, the next version), else, for a document with a
    publication time, ends with its publication day (``inferred:to-publication``: a text cannot attest a
-   state past its own date), else stays open (``end = None``).
+   state past its own date), else stays open (``end = None``). A state "to present" ("2019–present") is
+   never closed by a later change. A page's *lead* (its first section: a summary of the whole page,
+   "formed in 1990 … currently led by …") is no step of the timeline its sections narrate: a state in
+   the lead is closed only by a change in the lead.
    A ``state_end`` at ``[a, b)`` closes a span ``[c, b)`` where ``c`` is the latest dated change (a
    ``state_start`` or ``state``) before ``a``, the span it closes (a dated event in between, "he won the
    cup in 2009", does not say when the state began); with no change before it, the document's first dated
@@ -42,8 +45,12 @@ words of the clause). :func:`document_timeline` then works over one document's c
    interval kind ``inherited``. Nothing is invented where nothing is known.
 5. **Documents without headings** (a speech, a news story) have no sections: steps 2 and 3 apply only to
    documents with markdown headings — a speech that names 1812 and 1963 in passing does not narrate that
-   span. **Publication.** In a document with a publication time every derived or inherited span ends with
-   its publication day (a text cannot attest a state past its own date); spans as written are kept.
+   span — and step 1 looks only at the chunk's own dated changes (a speech turns from the tariff to the
+   navy; its next date is rarely the same subject's next change): a state end with none before it in the
+   chunk derives nothing. **Publication.** In a document with a publication time every derived or
+   inherited span ends with its publication day (a text cannot attest a state past its own date); spans
+   as written are kept, but an open end ("after 1927" read as ``[1928, None)``) ends with the publication
+   day too.
 
 All intervals are half-open UTC ``[start, end)``; a ``None`` side is open.
 """
@@ -95,6 +102,11 @@ def _phrase_re(words: Sequence[str]) -> re.Pattern[str]:
 _START_RE = _phrase_re(_START_WORDS)
 _END_RE = _phrase_re(_END_WORDS)
 _TO_PRESENT = re.compile(r"[-–—]\s*(?:present|now|today)$")
+# a parenthesized date right after a name and before its verb ("X ( 1136 – 11 July 1174 ) was", "Y (1922–1991)
+# is"): the subject's lifespan or existence, written to identify it (it bounds every fact of the page and says
+# nothing about which held when)
+_IDENTIFYING = re.compile(r"\(\s*$")
+_COPULA_AFTER = re.compile(r"^\s*\)\s*(?:was|is|were|are|has been)\b")
 _ONWARD_AFTER = re.compile(r"^\s*(?:on|onwards?|and\s+(?:after|later|beyond)|forward|to\s+(?:the\s+)?present)\b")
 _RANGE_AFTER = re.compile(r"^\s*(?:to|until|till|through|and|-|–|—)\s*(?:\(|\d|[a-z]+\s+\d)", re.I)
 
@@ -142,8 +154,10 @@ def _after(text: str, end: int) -> str:
 def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str:
     """The kind of the mention at ``text[span[0]:span[1]]`` (one of :data:`KINDS` except ``inherited``).
 
-    Rules, first match wins: a year "to present" ("2019–present") is a ``state_start``; an explicit range (``is_range``, or "from X to Y" / "between X and Y") is a
-    ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
+    Rules, first match wins: a year "to present" ("2019–present") is a ``state_start``; a date in
+    parentheses between a name and its verb ("Audie Murphy ( 20 June 1925 – 28 May 1971 ) was …": a
+    lifespan, written to identify the subject) a ``mention``; an explicit range (``is_range``, or "from X
+    to Y" / "between X and Y") is a ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
     word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
     ``state_start``; a bare date used as a modifier ("the 2002 election") a ``mention``; a figure stated at
     a date (a price, a percentage: "shares closed April 2000 at $124.06") an ``event``; else an ``event``.
@@ -153,6 +167,8 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     mention = text[span[0]:span[1]].lower()
     if _TO_PRESENT.search(mention):
         return "state_start"  # "2019–present": a state from 2019 on
+    if _IDENTIFYING.search(text[max(0, span[0] - 2):span[0]]) and _COPULA_AFTER.match(text[span[1]:span[1] + 12]):
+        return "mention"  # "Audie Murphy ( 20 June 1925 – 28 May 1971 ) was …": a lifespan names its subject
     if is_range or re.search(r"\b(?:to|until|till|through|and)\b|[-–—]", mention[1:]) and \
             re.match(r"^(?:from|between)\b", mention):
         return "state"
@@ -224,7 +240,9 @@ def _points(spans: Sequence[Span]) -> list[datetime]:
 
 def _open(span: Span, changes: list[datetime], published_end: datetime | None = None) -> Span:
     end = span.interval.end
-    later = [c for c in changes if end is not None and c >= end]
+    # "2019–present" says the state still holds: no later change in the text closes it
+    later = [] if span.text and _TO_PRESENT.search(span.text.lower()) else \
+        [c for c in changes if end is not None and c >= end]
     if later:
         return Span(Interval(span.interval.start, later[0], span.interval.granularity), "state", span.text,
                     "inferred:next-change")
@@ -235,7 +253,8 @@ def _open(span: Span, changes: list[datetime], published_end: datetime | None = 
     return Span(Interval(span.interval.start, None, span.interval.granularity), "state", span.text, "inferred:open")
 
 
-def _close(span: Span, changes: list[datetime], points: list[datetime]) -> Span:
+def _close(span: Span, changes: list[datetime], points: list[datetime], *, open_past: bool = True
+           ) -> Span | None:
     start = span.interval.start
     earlier = [c for c in changes if start is not None and c < start]
     if earlier:
@@ -245,6 +264,8 @@ def _close(span: Span, changes: list[datetime], points: list[datetime]) -> Span:
     if first:  # nothing opened it: the state held as far back as the document's own timeline reaches
         return Span(Interval(first[0], span.interval.end, span.interval.granularity), "state", span.text,
                     "inferred:timeline-start")
+    if not open_past:
+        return None
     return Span(Interval(None, span.interval.end, span.interval.granularity), "state", span.text,
                 "inferred:open-past")
 
@@ -280,7 +301,7 @@ def _hull(spans: Sequence[Span]) -> Interval | None:
 def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[int] | None = None,
                       headings: dict[int, Sequence[Span]] | None = None,
                       published_at: datetime | None = None, carry: bool = True,
-                      widen: bool = True, headed: bool = True) -> list[ChunkTime]:
+                      widen: bool = True, headed: bool = True, lead: int | None = None) -> list[ChunkTime]:
     """Open and close state spans in one document's timeline, then let undated chunks inherit.
 
     Args:
@@ -292,6 +313,8 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
             get its day (the document's extent only for a document without a publication time).
         headed: the document has heading-delimited sections (:func:`has_headings`); without headings
             there are no section spans (a speech's "section" would be the hull of every date it names).
+        lead: section number of the page's lead (its summary before the first section heading), whose
+            states close only within the lead; ``None`` = no lead.
 
     Returns:
         One :class:`ChunkTime` per chunk: literal spans plus derived ones (``time_source`` ``event``), or an
@@ -303,10 +326,17 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     literal = [s for spans in chunks for s in spans]
     changes, points = _changes(literal), _points(literal)
     published_end = period(published_at, Granularity.DAY).end if published_at is not None else None
+    lead_changes = _changes([s for n, spans in zip(sections, chunks, strict=True) if n == lead for s in spans])
     own: list[list[Span]] = []
-    for spans in chunks:
-        derived = [_open(s, changes, published_end) for s in spans if s.kind == "state_start"]
-        derived += [_close(s, changes, points) for s in spans if s.kind == "state_end"]
+    for n, spans in zip(sections, chunks, strict=True):
+        # without headings a document is not one narrative (a speech turns from the tariff to the navy): a
+        # chunk's state opens and closes only against its own dated changes, and a state end without one
+        # derives nothing; a page's lead summarizes the whole page ("formed in 1990 … currently led by"),
+        # it is not a step of the timeline its sections narrate: its states close only within the lead
+        local = (lead_changes if n == lead else changes) if headed else _changes(spans)
+        derived = [_open(s, local, published_end) for s in spans if s.kind == "state_start"]
+        derived += [c for c in (_close(s, local, points if headed else [], open_past=headed) for s in spans
+                                if s.kind == "state_end") if c is not None]
         carried = _carry(spans, points) if carry else None
         derived += [carried] if carried is not None else []
         own.append([*spans, *derived])
@@ -350,9 +380,17 @@ def _capped(interval: Interval, end: datetime) -> Interval | None:
 
 
 def _cap(span: Span, published_end: datetime | None) -> Span | None:
-    """A derived or inherited span ends with the publication day; spans as written are kept as they are."""
-    if published_end is None or span.provenance in (None, "published"):
+    """A derived or inherited span ends with the publication day; spans as written are kept as they are,
+    except an open end ("after 1927" in a 1927 address: the text attests nothing past its own day), which
+    then ends with the publication day (provenance ``inferred:to-publication``)."""
+    if published_end is None or span.provenance == "published":
         return span
+    if span.provenance is None:
+        start = span.interval.start
+        if span.interval.end is not None or start is not None and start >= published_end:
+            return span
+        return replace(span, interval=Interval(start, published_end, span.interval.granularity),
+                       provenance="inferred:to-publication")
     capped = _capped(span.interval, published_end)
     return replace(span, interval=capped) if capped is not None else None
 
