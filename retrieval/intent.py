@@ -129,11 +129,41 @@ def _is_todays(mention: TimeMention, question: str) -> bool:
     return mention.text.lower() == "today" and question[mention.span[1]:mention.span[1] + 2] in ("'s", "’s")
 
 
+# a time inside a phrase that describes the question's subject, not the time asked: a relative clause ("the
+# politician who served … between 2004 and 2005, … received which award in 2008?", "the submarine that was sunk
+# on May 6, 1944 … was commanded by whom in Sep 1942?") or a participle after a noun ("the chemist born
+# February 13, 1859", "the school, chartered in 1894")
+_DESCRIBING = re.compile(r"\b[a-z]+\s+(?:who|that)\s+[a-z]+|\b(?!(?:was|were|is|are|be|been|being|has|have|had)\b)"
+                         r"[a-z]+,?\s+(?:born|chartered|founded|established|built|flown|formed|launched|"
+                         r"commissioned|known)\b", _I)
+
+
+def descriptors(question: str, mentions: list[TimeMention]) -> list[bool]:
+    """Per mention: it dates a phrase describing the question's subject, not the time the question asks.
+
+    A mention is *describing* when the words since the previous mention (or the question's start) open a
+    relative clause or a participle after a noun (:data:`_DESCRIBING`), or when it names an event of the
+    subject ("the 2002 to 2008 head coach": :func:`event_named_by`). When every mention would be describing,
+    none is: the question has one time, read as usual.
+    """
+    flags, since = [], 0
+    for mention in mentions:
+        flags.append(bool(_DESCRIBING.search(question, since, mention.span[0]))
+                     or event_named_by(question, mention) is not None)
+        since = mention.span[1]
+    return [False] * len(flags) if all(flags) else flags
+
+
 def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, config: IntentConfig) -> _Reading:
     reading = _Reading()
-    for mention, lead in _refined(question, mentions):
+    refined = _refined(question, mentions)
+    describing = descriptors(question, [m for m, _ in refined])
+    for (mention, lead), describes in zip(refined, describing, strict=True):
         start, end = mention.span
         start = min(start, lead)
+        if describes:  # it stays in the core query: it names whom or what the question is about
+            reading.assumptions.append(f"'{mention.text}' describes the subject, not the time asked: not a filter")
+            continue
         before_text = question[max(0, start - 60):start]
         interval, relation = _relate(mention, before_text)
         if interval in reading.intervals:

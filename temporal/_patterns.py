@@ -157,7 +157,7 @@ DURATION_UP_TO = _c(rf"\b(?:the\s+)?(?P<n>\d{{1,3}}|{_NUM})\s+(?P<unit>hours|day
                     rf"(?P<year>{YEAR4})\b")
 _ATOM = (rf"(?:(?:early|mid|late|(?:the\s+)?end\s+of)[-\s]+{YEAR4}|{MONTH}\s+{DAY}\s?,?\s*{YEAR_M}|{DAY}\s+(?:of\s+)?{MONTH}\s?,?\s+{YEAR_M}|{MONTH}\s?,?\s+{YEAR_M}"
          rf"|Q[1-4]\s*{YEAR4}|(?:first|second|third|fourth)\s+quarter\s+of\s+{YEAR4}|\d{{4}}-\d\d-\d\d|{YEAR4})")
-RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
+RANGE = _c(rf"(?<![\d$.,])(?:(?P<kw>from|between)\s+(?:the\s+(?:years|period)\s+)?(?P<a1>{_ATOM})\s+(?:to|through|until|till|and)\s+"
            rf"(?P<b1>{_ATOM})|(?P<a2>{_ATOM})\s*(?:–|—|-|\s(?:to|through)\s)\s*(?P<b2>{_ATOM}))(?![\d%])")
 
 

@@ -683,6 +683,20 @@ def _day_first(text: str, config: TaggerConfig) -> bool:
     return separators == {"."}
 
 
+# a month name written in lower case before a year ("dec 1981", "from 1975 to march 1981"): questions are typed
+# that way; followed by a year it is a date, never the verb "may" or "march"
+_LOWER_MONTH = re.compile(r"\b(?-i:january|february|march|april|may|june|july|august|september|october|november|"
+                          r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b(?=\.?\s+"
+                          r"(?:[0-3]?\d(?:st|nd|rd|th)?\s?,?\s+)?[12]\d{3}\b)")
+# Duckling reads a bare plural unit as the current one ("between the years 1975 and 1982", "over the years")
+_BARE_UNITS = re.compile(r"(?:the\s+)?(?:years|months|weeks|days|decades|centuries)", re.I)
+
+
+def _cased_months(text: str) -> str:
+    """``text`` with lower-case month names before a year capitalized (same length)."""
+    return _LOWER_MONTH.sub(lambda m: m[0].capitalize(), text) if _LOWER_MONTH.search(text) else text
+
+
 def extract_mentions(text: str, *, reference: datetime | None,
                      config: TaggerConfig = TaggerConfig()) -> list[TimeMention]:
     """Find the time expressions of ``text`` and resolve each to a half-open UTC interval.
@@ -698,10 +712,12 @@ def extract_mentions(text: str, *, reference: datetime | None,
         ended September 30, 2016 and 2015" gives one per year, each with its own span).
     """
     ref = None if reference is None else to_utc(reference)
-    ctx = _Ctx(text, ref, config, _day_first(text, config))
+    scan = _cased_months(text)  # same length: spans and mention texts stay the input's
+    ctx = _Ctx(scan, ref, config, _day_first(scan, config))
     mentions: list[TimeMention] = []
-    ours = _candidates(text, ctx, _ALL_RULES)
-    for cand in _select(ours + _grammar_candidates(text, ctx, ours)):
+    ours = _candidates(scan, ctx, _ALL_RULES)
+    grammar = [c for c in _grammar_candidates(scan, ctx, ours) if not _BARE_UNITS.fullmatch(text[c.start:c.end])]
+    for cand in _select(ours + grammar):
         for interval, (s, e) in cand.found:
             relation, reading = cand.relation, cand.reading
             if cand.tier != 1 and not cand.is_range:

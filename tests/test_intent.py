@@ -263,3 +263,44 @@ def test_periods_are_no_event_names(question: str, core: str) -> None:
     intent = parse_intent(question, now=NOW)
     assert intent.core_query == core
     assert not any("dated by the time written in it" in a for a in intent.assumptions)
+
+
+@pytest.mark.parametrize(("question", "window", "describing"), [
+    # TimeQA questions with two times: one dates a phrase describing the subject (a relative clause, a
+    # participle after a noun, an event of the subject), the other is the time asked; windows by hand
+    ("New Zealand politician who served as the 37th prime minister of New Zealand between Jun 2004 and Nov 2005, "
+     "Helen Elizabeth Clark received which award in 2008?", ("2008-01-01", "2009-01-01"), "between Jun 2004 and Nov 2005"),
+    ("The submarine that was sunk on May 6, 1944 during her ninth patrol was commanded by what man in Sep 1942?",
+     ("1942-09-01", "1942-10-01"), "May 6, 1944"),
+    ("between Jun 1939 and May 1949, what was the moniker of the Lowell, Massachusetts school, chartered in 1894 as "
+     "a teacher training institution?", ("1939-06-01", "1949-06-01"), "1894"),
+    ("Which two schools did the 2002 to 2008 head coach of the Tampa Bay Buccaneers attend after Aug 1984?",
+     ("1984-09-01", None), "2002 to 2008"),
+])
+def test_a_time_describing_the_subject_is_no_filter(question: str, window: tuple[str, str | None],
+                                                    describing: str) -> None:
+    intent = parse_intent(question, now=datetime(2021, 9, 1, tzinfo=UTC))
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
+    assert describing in intent.core_query  # it names whom the question is about: kept for the similarity
+    assert any(a.startswith(f"'{describing}' describes the subject") for a in intent.assumptions)
+
+
+def test_two_times_of_the_main_clause_are_both_read() -> None:
+    # no describing phrase: both times are the question's ("purchased in 1787 and owned it until 1796")
+    intent = parse_intent("Who purchased the Villa del Balbianello in 1787 and owned it until 1796?",
+                          now=datetime(2021, 9, 1, tzinfo=UTC))
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t("1787-01-01"), _t("1788-01-01")),
+                                                            (None, _t("1797-01-01"))]
+
+
+@pytest.mark.parametrize(("question", "window"), [
+    # typed questions: a lower-case month before a year, "the years"/"the period" inside a range
+    ("Who was the original host of the game show during the period 1975 to dec 1981?", ("1975-01-01", "1982-01-01")),
+    ("What television shows did David Hasselhoff act in between the years 1975 and 1982?",
+     ("1975-01-01", "1983-01-01")),
+    ("Spanning the months in Oct 1982, the Milan subway line ended its run at which location?",
+     ("1982-10-01", "1982-11-01")),
+])
+def test_typed_ranges_and_bare_units(question: str, window: tuple[str, str]) -> None:
+    intent = parse_intent(question, now=datetime(2021, 9, 1, tzinfo=UTC))
+    assert [(i.start, i.end) for i in intent.intervals] == [(_t(window[0]), _t(window[1]))]
