@@ -320,6 +320,9 @@ def test_news_sentences_in_a_friday_article() -> None:
     ("was the secretary general from 14 February 2013 to October 27 , 2017 when",
      [_d("2013-02-14", "2017-10-28")]),
     ("served between October 3 , 1990 and May 1 , 1991 .", [_d("1990-10-03", "1991-05-02")]),
+    # typed text: a lower-case month before a year is a date; "the years" is no time of its own
+    ("the host during the period 1975 to dec 1981", [_d("1975-01-01", "1982-01-01")]),
+    ("shows he acted in between the years 1975 and 1982", [_d("1975-01-01", "1983-01-01")]),
     # a bare number in 1000-1599 is a count; a number before a street name is an address
     ("he led 1500 soldiers into the city", []),
     ("The museum at 1785 Massachusetts Avenue opened", []),
