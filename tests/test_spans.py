@@ -405,3 +405,13 @@ def test_a_lead_state_closes_only_within_the_lead() -> None:
     # without a lead (lead=None) the same start closes at the next change, 1991
     plain = document_timeline([[formed], [listed], [later]], sections=[1, 2, 2])
     assert _spans(plain[0], "inferred:next-change") == [Interval(t(1990), t(1991))]
+
+
+def test_now_in_a_dated_address_is_its_publication_day() -> None:
+    # Coolidge, 6 Dec 1923: "we are now at peace" is that day, not the first second of it
+    from diachron.ingest.annotation.base import DocumentAnnotation
+    from diachron.ingest.annotation.rules import RuleAnnotator
+
+    doc = DocumentAnnotation(t(1923, 12, 6), "metadata", "", "rules")
+    (note,) = RuleAnnotator().annotate_chunks(["We are now at peace, and the debt is falling."], doc=doc)
+    assert (note.texts, note.intervals) == (["now"], [Interval(t(1923, 12, 6), t(1923, 12, 7))])

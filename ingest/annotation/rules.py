@@ -4,21 +4,23 @@ Stage 1: publication time from metadata, else the first explicit day in the docu
 dateline, at most 200 characters), else in its last line; the abstract is the lead: the first one or two
 sentences, at most ``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
 resolved against the document's publication time (never the processing clock), each with its kind
-(:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention).
+(:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention); "now" in a
+dated text is its publication day (documents are dated to the day: not the first second of it).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
 from diachron.ingest.annotation.spans import classify
 from diachron.temporal.tagger import TaggerConfig, extract_mentions
-from diachron.schemas.time import Granularity
+from diachron.schemas.time import Granularity, period
 
 __all__ = ["RuleAnnotator"]
 
+_NOW = re.compile(r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|presently", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 _DATELINE_GRAINS = {Granularity.DAY, Granularity.HOUR, Granularity.INSTANT}
 _DATELINE_CHARS = 200
@@ -56,6 +58,10 @@ class RuleAnnotator:
             distinct = {}  # one entry per interval and kind: "October 2008" written twice is one event time
             for m in extract_mentions(text, reference=doc.published_at, config=self.tagger):
                 kind = classify(text, m.span, is_range=m.is_range)
+                if m.interval.granularity is Granularity.INSTANT and _NOW.fullmatch(m.text) \
+                        and m.interval.start is not None:
+                    # "we are now at peace" in a dated address: the document's day, not its first second
+                    m = replace(m, interval=period(m.interval.start, Granularity.DAY))
                 distinct.setdefault((m.interval.start, m.interval.end, kind), (m, kind))
             found = list(distinct.values())
             out.append(ChunkAnnotation([m.interval for m, _ in found], [m.text for m, _ in found], self.name,
