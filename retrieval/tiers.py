@@ -38,6 +38,7 @@ WEIGHTS: dict[str, float] = {
     "event": 1.0, "state": 1.0, "state_start": 1.0, "state_end": 1.0, "mention": 0.25, "published": 1.0,
     "inferred:next-change": 0.8, "inferred:previous-change": 0.8, "inferred:timeline": 0.6,
     "inferred:open": 0.5, "inferred:open-past": 0.5, "inferred:timeline-start": 0.5, "inferred:to-publication": 0.5,
+    "inferred:future": 0.5,
     "inherited:section": 0.4, "inherited:document": 0.3,
 }
 UNKNOWN_FIT = 0.1

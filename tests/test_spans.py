@@ -369,11 +369,11 @@ def test_in_a_speech_states_open_and_close_only_against_the_chunks_own_changes()
 
 
 def test_an_open_ended_reading_in_a_dated_document_ends_with_its_publication_day() -> None:
-    # a 1927 address, "after 1927" read as [1928-01-01, open): the text attests nothing past its own day
-    # (7 Dec 1927), so no window after it (an "IBM last month" in 2026) may admit it
-    after = Span(Interval(t(1928), None, Granularity.YEAR), "state_end", "after 1927")
+    # the 6 Dec 1927 address: "after the 1st of January" read as [1928-01-01, open): a plan, which the text
+    # attests for its first day only, so no later window (an "IBM last month" in 2026) may admit it
+    after = Span(Interval(t(1928), None, Granularity.DAY), "state_start", "after the 1st of January")
     (speech,) = document_timeline([[after]], published_at=t(1927, 12, 6), headed=False)
-    assert [s.interval for s in speech.spans] == [Interval(t(1928), None, Granularity.YEAR)]  # starts after: kept
+    assert [(s.interval, s.provenance) for s in speech.spans] == [(Interval(t(1928), t(1928, 1, 2)), "inferred:future")]
     before_pub = Span(Interval(t(1925), None, Granularity.YEAR), "state_start", "from 1925 on")
     (speech,) = document_timeline([[before_pub]], published_at=t(1927, 12, 6), headed=False)
     assert Interval(t(1925), t(1927, 12, 7), Granularity.YEAR) in [s.interval for s in speech.spans]

@@ -49,8 +49,9 @@ words of the clause). :func:`document_timeline` then works over one document's c
    navy; its next date is rarely the same subject's next change): a state end with none before it in the
    chunk derives nothing. **Publication.** In a document with a publication time every derived or
    inherited span ends with its publication day (a text cannot attest a state past its own date); spans
-   as written are kept, but an open end ("after 1927" read as ``[1928, None)``) ends with the publication
-   day too.
+   as written are kept, but an open end ("since 1925" read as ``[1925, None)``) ends with the publication
+   day too, and one that starts after it (a plan: "after the 1st of January" in a December 1927 address)
+   keeps only its first day (provenance ``inferred:future``).
 
 All intervals are half-open UTC ``[start, end)``; a ``None`` side is open.
 """
@@ -386,11 +387,15 @@ def _cap(span: Span, published_end: datetime | None) -> Span | None:
     if published_end is None or span.provenance == "published":
         return span
     if span.provenance is None:
-        start = span.interval.start
-        if span.interval.end is not None or start is not None and start >= published_end:
+        start, grain = span.interval.start, span.interval.granularity
+        if span.interval.end is not None:
             return span
-        return replace(span, interval=Interval(start, published_end, span.interval.granularity),
-                       provenance="inferred:to-publication")
+        if start is not None and start >= published_end:
+            # a plan or forecast ("after the 1st of January" in a December address): the text attests its
+            # first day, not a state for ever after
+            return replace(span, interval=period(start, grain if grain.rank >= Granularity.DAY.rank else
+                                                 Granularity.DAY), provenance="inferred:future")
+        return replace(span, interval=Interval(start, published_end, grain), provenance="inferred:to-publication")
     capped = _capped(span.interval, published_end)
     return replace(span, interval=capped) if capped is not None else None
 
