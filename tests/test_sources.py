@@ -188,3 +188,29 @@ def test_select_stored_reads_series_ids_and_prefixes_in_arrow():
     picked = select_stored(table, [_rel("tz/2019b", "2019b", "2019a"), _rel("p2", None, "p1")])
     assert sorted(s.doc_id for s in picked) == ["p1", "tz/2019a"]
     assert select_stored(None, [_rel("a", None)]) == []
+
+
+def test_shards_of_a_file_read_the_same_records_and_line_numbers_as_the_whole(tmp_path):
+    """Workers read byte ranges (JSONL) and row groups (Parquet): every cut gives the whole file's items."""
+    from diachron.ingest.sources import read_shard, source_shards
+
+    good = [json.dumps({"doc_id": f"d{i}", "text": f"Text {i} über ünïcödé."}) for i in range(6)]
+    lines = [good[0].encode(), b"", good[1].encode(), b"{not json", good[2].encode(), b"\xff\xfe bad", good[3].encode(),
+             good[4].encode(), b"   ", good[5].encode()]
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n")
+    where = path.resolve().as_posix()
+    # by hand: bad lines are the 4th and the 6th of the file
+    want = ["d0", "d1", f"{where}:4", "d2", f"{where}:6", "d3", "d4", "d5"]
+    for size in (1, 2, 7, 31, 64, 10_000):
+        shards = source_shards(str(path), jsonl_bytes=size)
+        assert len(shards) == -(-path.stat().st_size // size)
+        items = [item for s in shards for item in read_shard(s)]
+        assert [i.record_id if isinstance(i, Rejected) else i.doc_id for i in items] == want, size
+    pq.write_table(pa.Table.from_pylist([{"doc_id": f"p{i}", "text": "" if i == 4 else f"Row {i}."} for i in range(7)]),
+                   tmp_path / "a.parquet", row_group_size=3)
+    shards = source_shards(str(tmp_path / "a.parquet"))
+    assert len(shards) == 3
+    items = [item for s in shards for item in read_shard(s)]
+    assert [i.record_id if isinstance(i, Rejected) else i.doc_id for i in items] == [f"p{i}" for i in range(7)]
+    assert [isinstance(i, Rejected) for i in items] == [False] * 4 + [True] + [False] * 2
