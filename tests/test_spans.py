@@ -405,6 +405,13 @@ def test_a_lead_state_closes_only_within_the_lead() -> None:
     # without a lead (lead=None) the same start closes at the next change, 1991
     plain = document_timeline([[formed], [listed], [later]], sections=[1, 2, 2])
     assert _spans(plain[0], "inferred:next-change") == [Interval(t(1990), t(1991))]
+    # the lead summarizes the whole page: its section span is the page's (1990 to the open 1994 start:
+    # the hull of bounded sides, 1990-1995), and an undated lead chunk inherits it; a History chunk keeps
+    # its section's (1991-1995)
+    out = document_timeline([[formed], [], [listed], [later]], sections=[1, 1, 2, 2], lead=1)
+    assert _spans(out[1], "inherited:section") == [Interval(t(1990), t(1995))]
+    assert _spans(out[0], "inherited:section") == [Interval(t(1990), t(1995))]
+    assert _spans(out[2], "inherited:section") == [Interval(t(1991), t(1995))]
 
 
 def test_now_in_a_dated_address_is_its_publication_day() -> None:

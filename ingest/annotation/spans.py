@@ -36,8 +36,9 @@ words of the clause). :func:`document_timeline` then works over one document's c
 3. **Sections.** A chunk with its own dates also carries its section's span (hull of the section's
    dated spans, kind ``inherited``, provenance ``inherited:section``) unless one of its own spans is that
    span (a chunk that is its whole section narrating 1881, 1882, 1886 … holds between its dates too):
-   the section narrates one period, and the chunk's facts belong to it. Ranking weighs these spans low
-   (:mod:`diachron.retrieval.tiers`).
+   the section narrates one period, and the chunk's facts belong to it. A page's lead summarizes the
+   whole page: its section span is the hull of the whole document's spans. Ranking weighs these spans
+   low (:mod:`diachron.retrieval.tiers`).
 4. **Inheritance.** A chunk without its own intervals inherits the hull of its section's dated spans
    (a section starts at a heading line; a heading's own dates, "Early life (1920–1938)", count), else —
    for a document without a publication time — the document's extent (hull of all dated spans), else its
@@ -349,7 +350,9 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     extent = _hull(literal)
     out = []
     for n, spans in zip(sections, own, strict=True):
-        section = _hull(by_section.get(n, [])) if headed else None
+        # the lead summarizes the whole page: its section is the page
+        section = (_hull([x for v in own for x in v]) if n == lead else _hull(by_section.get(n, []))) \
+            if headed else None
         if section is not None and published_end is not None:
             section = _capped(section, published_end)
         spans = [c for c in (_cap(s, published_end) for s in spans) if c is not None]
