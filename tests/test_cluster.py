@@ -19,29 +19,32 @@ import numpy as np
 import pytest
 
 from diachron.ingest.pipeline import IngestConfig, run_ingest
+from diachron.ingest.stages import StageConfig
 
-# slow (excluded by default): whether the small input is embedded on >= 2 nodes depends on Ray Data giving
-# blocks to both actors; it failed 1 of 3 runs on the final head (issue 16 open). Run: pytest -m slow tests/test_cluster.py
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.integration
 
 DRIVER = """
 import json, sys
 from dataclasses import asdict
 from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.stages import StageConfig
-# small batches so that the 24 chunks make several embed batches (the default batch is 128 chunks)
-config = IngestConfig(db_uri=sys.argv[2], batch_size=4, stages=StageConfig(embed_batch_size=2))
+# blocks of 2 documents and embed batches of 4 chunks: the 24 documents (48 chunks) make 12 embed tasks,
+# and embedding (1 torch thread) is slower than annotating, so blocks queue for the embed actors
+config = IngestConfig(db_uri=sys.argv[2], batch_size=2, stages=StageConfig(embed_batch_size=1, embed_threads=1,
+                                                                            max_tokens=48))
 summary = run_ingest([sys.argv[1]], config)
 import ray
 print("JOB " + ray.get_runtime_context().get_job_id())
 print("SUMMARY " + json.dumps(asdict(summary)))
 """
-EMBED_ACTOR_NODES = """
-import json, ray
-from ray.util.state import list_actors
+# the nodes of the embed actor tasks that ran (not of the actors started: every pool starts one per node)
+EMBED_TASK_NODES = """
+import json, sys, ray
+from ray.util.state import list_tasks
 ray.init(logging_level="ERROR")
-actors = list_actors(filters=[("job_id", "=", __import__("sys").argv[1])], detail=True, limit=1000, raise_on_missing_output=False)
-print(json.dumps(sorted({a.node_id for a in actors if "EmbedStage" in (a.class_name or "")})))
+tasks = list_tasks(filters=[("job_id", "=", sys.argv[1])], detail=True, limit=10000, raise_on_missing_output=False)
+print(json.dumps(sorted({t.node_id for t in tasks if "EmbedStage" in (t.name or "") and "__init__" not in t.name
+                         and t.state == "FINISHED"})))
 """
 
 
@@ -63,11 +66,14 @@ def _rows(db: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def _notes(path: Path) -> Path:
+    """24 minutes of two paragraphs each (two chunks of at most 48 tokens per document)."""
     months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
               "November", "December"]
     lines = [json.dumps({"doc_id": f"minutes-{i}", "title": f"Minutes {i}", "published_at": f"{2018 + i // 12}-"
                          f"{i % 12 + 1:02d}-28", "text": f"The board met on 12 {months[i % 12]} {2018 + i // 12} and "
-                         f"approved budget line {i}. A review followed in {months[(i + 3) % 12]} 2020."})
+                         f"approved budget line {i} after a long debate about the costs of the new building and "
+                         f"the schedule of its works.\n\nA review followed in {months[(i + 3) % 12]} 2020, when the "
+                         f"committee checked item {i} against the plan and asked for a report by the end of the year."})
              for i in range(24)]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -83,16 +89,16 @@ def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(cl
     summary = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("SUMMARY "))[8:])
     assert summary["embed_nodes"] >= 2, summary   # node ids the embed actors saw (Ray runtime context)
     job = next(line for line in run.stdout.splitlines() if line.startswith("JOB "))[4:]
-    state = subprocess.run([sys.executable, "-c", EMBED_ACTOR_NODES, job], env=cluster, capture_output=True, text=True,
+    state = subprocess.run([sys.executable, "-c", EMBED_TASK_NODES, job], env=cluster, capture_output=True, text=True,
                            timeout=300)
     assert state.returncode == 0, state.stderr[-2000:]
     assert len(json.loads(state.stdout.strip().splitlines()[-1])) >= 2   # the same from Ray's state API
-    assert (summary["documents_written"], summary["chunks_written"]) == (24, 24)
+    assert (summary["documents_written"], summary["chunks_written"]) == (24, 48)
     for noise in ("progress bars", "deprecated", "token authentication", "precision", "execution finished"):
         assert noise not in run.stderr.lower(), run.stderr[-2000:]
 
     single = tmp_path / "single"
-    run_ingest([str(source)], IngestConfig(db_uri=str(single), num_cpus=2))
+    run_ingest([str(source)], IngestConfig(db_uri=str(single), num_cpus=2, stages=StageConfig(max_tokens=48)))
     got, want = _rows(multi), _rows(single)
     skip = {"recorded_at", "run_id", "vector"}
     for name in ("documents", "chunks"):
