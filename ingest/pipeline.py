@@ -243,7 +243,17 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
 def _commit(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting, staged_docs: int,
             dead: set[str], run_id: str, sources: list[str], config: IngestConfig, spec: Any, started: datetime,
             now: Callable[[], datetime], emit: Progress, t0: float) -> RunSummary:
-    """Commit the run: marker, documents, chunks (time order), quarantine, final ``runs`` row."""
+    """Commit the run: marker, documents, chunks (time order), quarantine, final ``runs`` row (one run at a
+    time: :meth:`~diachron.ingest.store.Store.commit_lock`)."""
+    with store.commit_lock():
+        return _commit_locked(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec,
+                              started, now, emit, t0)
+
+
+def _commit_locked(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting,
+                   staged_docs: int, dead: set[str], run_id: str, sources: list[str], config: IngestConfig,
+                   spec: Any, started: datetime, now: Callable[[], datetime], emit: Progress,
+                   t0: float) -> RunSummary:
     commit_time = now()
     row = _run_row(run_id, sources, config, spec, started, commit_time, acc, 0)
     store.begin_run(row, now=commit_time)

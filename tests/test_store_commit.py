@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from diachron.ingest.staging import Staging
 from diachron.ingest.store import COMMIT_LEASE, Store
@@ -85,3 +86,39 @@ def test_fragments_written_apart_are_committed_together(tmp_path: Path) -> None:
     assert staging.commit("quarantine", [], schema) is None
     staging.drop()
     assert not (tmp_path / "db" / "_staging" / "run1").exists()
+
+
+HOLD_LOCK = """
+import sys, time
+from diachron.ingest.store import Store
+with Store(sys.argv[1], dim=4).commit_lock():
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.integration
+def test_commit_lock_lets_one_run_commit_at_a_time_and_dies_with_its_holder(tmp_path: Path) -> None:
+    """Insert-only merges of two runs at once would both insert a shared key (Lance does not see it), so
+    commits take turns: a second run waits while another holds the lock, and gets it once the holder is
+    SIGKILLed (no lock left behind)."""
+    import threading
+    import time
+
+    store = Store(str(tmp_path / "db"), dim=4)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db")], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "held"
+    got = threading.Event()
+
+    def take() -> None:
+        with store.commit_lock():
+            got.set()
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    assert not got.wait(0.5)   # the holder has it
+    holder.kill()
+    holder.wait(timeout=30)
+    assert got.wait(10)        # released by the holder's death
+    thread.join(timeout=10)
