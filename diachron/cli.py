@@ -425,7 +425,7 @@ def intent(
     for interval in parsed.intervals:
         out.print(f"interval: {human_interval(interval)}  {interval}")
     for note in parsed.assumptions:
-        out.print(f"assumption: {note}")
+        out.print(f"assumption: {note}", soft_wrap=True)  # never broken mid-word when piped
 
 
 @app.command()
@@ -446,7 +446,8 @@ def serve(
         raise _fail(str(exc)) from None
     import uvicorn
 
-    console.print(f"diachron serving {escape(db)} — page: [bold]http://{host}:{port}/[/]  API: http://{host}:{port}/docs")
+    console.print(f"diachron serving {escape(db)} — page: [bold]http://{host}:{port}/[/]  API: "
+                  f"http://{host}:{port}/docs", soft_wrap=True)
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
@@ -474,7 +475,7 @@ def demo(
     for question in questions:
         print_cards(client.search(question, k=k), question=question)
     out.print(f"\nThe page: start the service with [bold]diachron serve --db {escape(db)} --port {port}[/], then open "
-              f"[bold]http://127.0.0.1:{port}/[/]")
+              f"[bold]http://127.0.0.1:{port}/[/]", soft_wrap=True)  # a command to copy: never wrapped
 
 
 def main() -> None:  # pragma: no cover - console entry

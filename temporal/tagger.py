@@ -690,6 +690,25 @@ _LOWER_MONTH = re.compile(r"\b(?-i:january|february|march|april|may|june|july|au
                           r"(?:[0-3]?\d(?:st|nd|rd|th)?\s?,?\s+)?[12]\d{3}\b)")
 # Duckling reads a bare plural unit as the current one ("between the years 1975 and 1982", "over the years")
 _BARE_UNITS = re.compile(r"(?:the\s+)?(?:years|months|weeks|days|decades|centuries)", re.I)
+# ... and a holiday in a lower-case word of prose ("money has been lent abroad", "the advent of radio")
+_COMMON_WORDS = re.compile(r"(?-i:lent|advent)")
+
+
+_COUNTED = re.compile(r"\d|year|month|week|day|decade|centur|hour|minute|second|quarter|thousand|hundred", re.I)
+
+
+def _out_of_table(text: str, cand: _Candidate, reference: datetime | None) -> bool:
+    """A named day without a number ("Lent", "Easter") that Duckling put two years or more from the
+    reference with no year written before it in the sentence: its holiday tables cover a range of years,
+    and outside it the nearest table year comes back (Lent in a 1926 text read as 1950)."""
+    words = text[cand.start:cand.end]
+    if reference is None or _COUNTED.search(words) or not cand.found:
+        return False
+    sentence = text[max(text.rfind(".", 0, cand.start), text.rfind("\n", 0, cand.start)) + 1:cand.start]
+    if re.search(r"\b\d{4}\b", sentence):
+        return False  # "In 2008 the office closed at Christmas": the written year completes it
+    start = cand.found[0][0].start
+    return start is not None and abs((start - reference).days) >= 730
 
 
 def _cased_months(text: str) -> str:
@@ -716,7 +735,9 @@ def extract_mentions(text: str, *, reference: datetime | None,
     ctx = _Ctx(scan, ref, config, _day_first(scan, config))
     mentions: list[TimeMention] = []
     ours = _candidates(scan, ctx, _ALL_RULES)
-    grammar = [c for c in _grammar_candidates(scan, ctx, ours) if not _BARE_UNITS.fullmatch(text[c.start:c.end])]
+    grammar = [c for c in _grammar_candidates(scan, ctx, ours)
+               if not (_BARE_UNITS.fullmatch(text[c.start:c.end]) or _COMMON_WORDS.fullmatch(text[c.start:c.end])
+                       or _out_of_table(text, c, ref))]
     for cand in _select(ours + grammar):
         for interval, (s, e) in cand.found:
             relation, reading = cand.relation, cand.reading

@@ -336,3 +336,15 @@ def test_duckling_names_an_unknown_zone_in_one_line() -> None:
 
     with pytest.raises(ValueError, match="unknown time zone for Duckling: 'Mars/Base'"):
         duckling_parse("in 7 days", reference=datetime(2013, 2, 12, tzinfo=UTC), timezone="Mars/Base")
+
+
+def test_no_holiday_from_a_verb_or_outside_ducklings_tables() -> None:
+    # the 7 Dec 1926 address: "money has been lent abroad" is no Lent, and Duckling's Lent of a 1926
+    # text comes back as 1950 (its holiday tables start later): no time rather than a wrong one
+    ref = datetime(1926, 12, 7, tzinfo=UTC)
+    assert extract_mentions("Money has been lent abroad.", reference=ref) == []
+    assert extract_mentions("He rested during Lent.", reference=ref) == []
+    # within the tables the holiday is read as before: past tense, the latest Lent before 1 Jan 2026
+    # (Ash Wednesday 5 March 2025 to Holy Saturday 19 April 2025)
+    (lent,) = extract_mentions("He rested during Lent.", reference=datetime(2026, 1, 1, tzinfo=UTC))
+    assert (lent.interval.start, lent.interval.end) == (datetime(2025, 3, 5, tzinfo=UTC), datetime(2025, 4, 20, tzinfo=UTC))
