@@ -22,7 +22,7 @@ from diachron.temporal import _patterns as P
 from diachron.schemas.time import Granularity, Interval, add_months, to_utc
 from diachron.temporal.resolve import apply_relation, relation_before, tense_at
 
-__all__ = ["FiscalCalendar", "TaggerConfig", "TimeMention", "extract_mentions"]
+__all__ = ["FiscalCalendar", "TaggerConfig", "TimeMention", "extract_mentions", "names_the_present"]
 
 logger = logging.getLogger(__name__)
 G = Granularity
@@ -709,6 +709,11 @@ def _out_of_table(text: str, cand: _Candidate, reference: datetime | None) -> bo
         return False  # "In 2008 the office closed at Christmas": the written year completes it
     start = cand.found[0][0].start
     return start is not None and abs((start - reference).days) >= 730
+
+
+def names_the_present(mention: TimeMention) -> bool:
+    """True for a mention that is the reference instant itself ("now", "currently", "at present")."""
+    return P.PRESENT_REF.fullmatch(mention.text) is not None
 
 
 def _cased_months(text: str) -> str:

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field, replace
 
 from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
 from diachron.ingest.annotation.spans import classify
-from diachron.temporal.tagger import TaggerConfig, extract_mentions
+from diachron.temporal.tagger import TaggerConfig, extract_mentions, names_the_present
 from diachron.schemas.time import Granularity, period
 
 __all__ = ["RuleAnnotator"]
 
-_NOW = re.compile(r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|presently", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 _DATELINE_GRAINS = {Granularity.DAY, Granularity.HOUR, Granularity.INSTANT}
 _DATELINE_CHARS = 200
@@ -58,7 +57,7 @@ class RuleAnnotator:
             distinct = {}  # one entry per interval and kind: "October 2008" written twice is one event time
             for m in extract_mentions(text, reference=doc.published_at, config=self.tagger):
                 kind = classify(text, m.span, is_range=m.is_range)
-                if m.interval.granularity is Granularity.INSTANT and _NOW.fullmatch(m.text) \
+                if m.interval.granularity is Granularity.INSTANT and names_the_present(m) \
                         and m.interval.start is not None:
                     # "we are now at peace" in a dated address: the document's day, not its first second
                     m = replace(m, interval=period(m.interval.start, Granularity.DAY))
