@@ -1,6 +1,8 @@
 """The time columns of a ``chunks`` snapshot in memory: which rows pass a :class:`TimeFilter` (TA-RAG §3.4).
 
-The paper keeps an interval index (NCLS) beside the vectors: the interval index gives the candidates.
+The paper keeps an interval index (NCLS) beside the vectors: the interval index gives the candidates. Ours is
+:class:`~diachron.retrieval.overlaps.SortedOverlaps` (length-classed sorted endpoints: output-sensitive
+binary searches, ≈ 3-8× faster than NCLS per query here).
 :class:`IntervalIndex` holds, per *interval* (one entry per event interval of every chunk, CSR layout:
 the intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``):
 
@@ -11,7 +13,7 @@ and per *row*: ``valid_from`` / ``valid_until`` (valid time), ``recorded_at`` (t
 ``time_known`` (``time_status == "known"``). Per-interval attributes (e.g. a ``kind`` weight) go beside
 ``starts``; :meth:`IntervalIndex.focus` is the one place that turns a row's intervals into its temporal fit.
 
-Memory: ≈ 36 bytes per interval (NCLS + arrays) plus 33 bytes per row; build ≈ 0.2 s per 100k rows.
+Memory: ≈ 32 bytes per interval (sorted endpoints + arrays) plus 33 bytes per row; build ≈ 0.1 s per 100k rows.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.overlaps import SortedOverlaps
 from diachron.retrieval.tiers import bound_proximity, interval_weights, literal_mask, row_fit, state_mask, window_cover
 from diachron.schemas.time import Interval
 
@@ -30,7 +33,7 @@ __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
 
 OPEN_PAST = -(2**61)
 OPEN_FUTURE = 2**61
-NCLS_SHIFT = 2**61  # NCLS needs non-negative coordinates; instants before 1970 are negative microseconds
+SPARSE_HITS = 64  # fewer hits than rows / SPARSE_HITS: rows by sorting the hits, not by a mask over every row
 TIME_COLUMNS = ["intervals", "valid_from", "valid_until", "recorded_at", "time_status"]
 
 
@@ -54,8 +57,6 @@ class IntervalIndex:
     """
 
     def __init__(self, data: pa.Table) -> None:
-        from ncls import NCLS64
-
         intervals = data.column("intervals").combine_chunks()
         counts = pc.list_value_length(intervals).fill_null(0).to_numpy().astype(np.int64)
         flat = pc.list_flatten(intervals)
@@ -66,8 +67,7 @@ class IntervalIndex:
         self.weights, self.literal = interval_weights(flat), literal_mask(flat)  # kinds -> fit (tiers)
         self.state = state_mask(flat)
         self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self._ncls = NCLS64(self.starts + NCLS_SHIFT, self.ends + NCLS_SHIFT,
-                            np.arange(len(self.starts), dtype=np.int64))
+        self._overlaps = SortedOverlaps(self.starts, self.ends, OPEN_PAST, OPEN_FUTURE)
         self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
         self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
         self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
@@ -81,21 +81,16 @@ class IntervalIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the arrays (NCLS's own copy counted as 3 int64 per interval)."""
+        """Bytes held by the arrays (the sorted endpoints included)."""
         arrays = (self.starts, self.ends, self.interval_row, self.first_interval, self.valid_from,
                   self.valid_until, self.recorded_at, self.time_known)
-        return sum(a.nbytes for a in arrays) + 24 * len(self.starts)
+        return sum(a.nbytes for a in arrays) + self._overlaps.nbytes
 
     def event_intervals(self, time_filter: TimeFilter) -> np.ndarray:
         """int64 indexes of the intervals overlapping some event interval of the filter (exact, half-open;
         unsorted, an interval may repeat when several query intervals overlap it)."""
-        qs, qe = zip(*(bounds(q) for q in time_filter.event), strict=True)
-        q_starts, q_ends = np.array(qs, dtype=np.int64), np.array(qe, dtype=np.int64)
-        query, hit = self._ncls.all_overlaps_both(q_starts + NCLS_SHIFT, q_ends + NCLS_SHIFT,
-                                                  np.arange(len(qs), dtype=np.int64))
-        # NCLS also reports intervals that merely touch a query bound; keep exact half-open overlaps
-        exact = (self.starts[hit] < q_ends[query]) & (self.ends[hit] > q_starts[query])
-        return hit[exact]
+        hits = [self._overlaps.overlapping(*bounds(q)) for q in time_filter.event]
+        return np.concatenate(hits).astype(np.int64, copy=False) if hits else np.empty(0, dtype=np.int64)
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
         """Sorted int64 row offsets passing ``time_filter`` exactly.
@@ -105,11 +100,15 @@ class IntervalIndex:
         ``recorded_at <= as_of``. Open sides are unbounded; an empty filter passes every row.
         """
         if time_filter.event:
-            mask = np.zeros(self.num_rows, dtype=bool)
-            mask[self.interval_row[self.event_intervals(time_filter)]] = True
-            if time_filter.admit_unknown:  # tier 2: rows of unknown time (diachron.retrieval.tiers)
-                mask |= self.first_interval[1:] == self.first_interval[:-1]
-            rows = np.flatnonzero(mask)
+            hit_rows = self.interval_row[self.event_intervals(time_filter)]
+            if time_filter.admit_unknown or len(hit_rows) * SPARSE_HITS > self.num_rows:
+                mask = np.zeros(self.num_rows, dtype=bool)
+                mask[hit_rows] = True
+                if time_filter.admit_unknown:  # tier 2: rows of unknown time (diachron.retrieval.tiers)
+                    mask |= self.first_interval[1:] == self.first_interval[:-1]
+                rows = np.flatnonzero(mask)
+            else:  # few hits: sorting them is cheaper than a pass over every row
+                rows = np.unique(hit_rows).astype(np.int64)
         else:
             rows = np.arange(self.num_rows, dtype=np.int64)
         if time_filter.valid:

@@ -34,7 +34,7 @@ __all__ = ["Cover", "TimePartitionedIndex"]
 log = logging.getLogger(__name__)
 
 RUN_MIN = 256  # runs of at least this many consecutive positions are scored as slices
-SCAN_SHARE = 0.5  # above this share of the rows, score every row in one pass and keep the positions
+SCAN_SHARE = 0.5  # above this share of their hull, score the hull in one pass and keep the positions
 
 
 @dataclass(slots=True)
@@ -102,7 +102,10 @@ class TimePartitionedIndex:
             + self.node_lists.nbytes + self.list_start.nbytes
 
     def positions_of(self, rows: np.ndarray) -> np.ndarray:
-        """Sorted int64 time positions of indexed row offsets (``rows < num_rows``; O(num_rows), no sort)."""
+        """Sorted int64 time positions of indexed row offsets (``rows < num_rows``): a sort when they are
+        few, else a pass over every row."""
+        if len(rows) * 64 < self.num_rows:
+            return np.sort(self.position[rows]).astype(np.int64)
         mask = np.zeros(self.num_rows, dtype=bool)
         mask[self.position[rows]] = True
         return np.flatnonzero(mask)
@@ -167,13 +170,15 @@ class TimePartitionedIndex:
     def exact(self, positions: np.ndarray, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact; runs scored as slices.
 
-        When the positions are more than :data:`SCAN_SHARE` of the rows, one pass over every row (a single
-        matrix-vector product over contiguous memory) is cheaper than gathering them: scored that way.
+        When the positions are more than :data:`SCAN_SHARE` of their hull (first to last position), one pass
+        over the hull (a single matrix-vector product over contiguous memory) is cheaper than gathering them:
+        scored that way (rows are in time order, so a window's candidates cluster).
         """
         if not len(positions):
             return positions, np.empty(0, dtype=np.float32)
-        if len(positions) > SCAN_SHARE * self.num_rows:
-            return _top(positions, (self.vectors @ query)[positions], depth)
+        first, last = int(positions[0]), int(positions[-1])
+        if len(positions) > SCAN_SHARE * (last - first + 1):
+            return _top(positions, (self.vectors[first:last + 1] @ query)[positions - first], depth)
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
         run_lo = np.concatenate([[0], breaks])
         run_hi = np.concatenate([breaks, [len(positions)]])

@@ -145,6 +145,7 @@ class Searcher:
         self.num_rows = self.index.num_rows
         self.time_index = _open_time_index(self.dataset)
         self._memo: dict[TimeFilter, np.ndarray] = {}
+        self._last_positions: tuple[np.ndarray, np.ndarray] | None = None
         self._index_stamp = _stamp(self.dataset)
         self.build_seconds = time.perf_counter() - t0
 
@@ -185,8 +186,20 @@ class Searcher:
         ti = self.time_index
         if ti is None:
             return self._take_top(rows, query, depth)
-        pos, scores = ti.exact(ti.positions_of(rows[rows < ti.num_rows]), query, depth)
+        pos, scores = ti.exact(self._positions(rows), query, depth)
         return self._merge(ti.order[pos], scores, *self._take_top(rows[rows >= ti.num_rows], query, depth), depth)
+
+    def _positions(self, rows: np.ndarray) -> np.ndarray:
+        """Sorted time positions of the indexed ones of sorted ``rows``; the last answer is kept (plan and
+        scoring of one query ask for the same rows)."""
+        last = self._last_positions
+        if last is not None and last[0] is rows:
+            return last[1]
+        ti = self.time_index
+        indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
+        positions = ti.positions_of(indexed)
+        self._last_positions = (rows, positions)  # replaced whole: safe for concurrent readers
+        return positions
 
     @staticmethod
     def _merge(a_rows: np.ndarray, a_scores: np.ndarray, b_rows: np.ndarray, b_scores: np.ndarray, depth: int
@@ -216,9 +229,9 @@ class Searcher:
         ti = self.time_index
         if ti is None or not self.approximate or len(rows) <= EXACT_MAX_ROWS or not ti.has_ivf:
             return exact, None
-        indexed = rows[rows < ti.num_rows]
-        cover = ti.cover(ti.positions_of(indexed), time_filter)
-        work = cover.scored_rows + len(rows) - len(indexed)
+        positions = self._positions(rows)
+        cover = ti.cover(positions, time_filter)
+        work = cover.scored_rows + len(rows) - len(positions)
         if work <= 0.5 * len(rows) and cover.expected_recall >= MIN_RECALL:
             return Plan("approximate", len(rows), work, cover.expected_recall), cover
         return exact, None

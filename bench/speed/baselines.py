@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from diachron.retrieval.interval_index import NCLS_SHIFT, OPEN_FUTURE, OPEN_PAST, to_micros
+from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, to_micros
+
+NCLS_SHIFT = 2**61  # NCLS needs non-negative coordinates; instants before 1970 are negative microseconds
 
 __all__ = ["Arrays", "BruteForce", "PaperDesign", "load_arrays", "top_k"]
 
