@@ -114,13 +114,15 @@ def document_times(text: str, chunk_spans: list[tuple[int, int]], notes: list[An
     ``notes`` their stage-2 :class:`~diachron.ingest.annotation.base.ChunkAnnotation`. Returns one
     :class:`~diachron.ingest.annotation.spans.ChunkTime` per chunk.
     """
-    from diachron.ingest.annotation.spans import document_timeline, has_headings, sections_by_position, spans_of
+    from diachron.ingest.annotation.spans import (document_timeline, has_headings, present_tense,
+                                                  sections_by_position, spans_of)
 
     literal = [spans_of(n.intervals, n.texts, n.kinds) for n in notes]
     sections = sections_by_position(text, chunk_spans)
     lead = sections[0] if len(set(sections)) > 1 else None  # the page's summary before its first section
+    present = lead is not None and present_tense(text[chunk_spans[0][0]:chunk_spans[0][1]])
     return document_timeline(literal, sections=sections, published_at=published_at, headed=has_headings(text),
-                             lead=lead)
+                             lead=lead, lead_present=present)
 
 
 def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:

@@ -19,6 +19,7 @@ from diachron.ingest.annotation.spans import (
     Span,
     classify,
     document_timeline,
+    present_tense,
     sections_by_position,
     spans_of,
 )
@@ -412,6 +413,28 @@ def test_a_lead_state_closes_only_within_the_lead() -> None:
     assert _spans(out[1], "inherited:section") == [Interval(t(1990), t(1995))]
     assert _spans(out[0], "inherited:section") == [Interval(t(1990), t(1995))]
     assert _spans(out[2], "inherited:section") == [Interval(t(1991), t(1995))]
+    # a lead in the present tense ("… is a green political party") describes the party as it is when the
+    # page was written, after its last date: the lead's page span stays open; a History chunk's does not
+    out = document_timeline([[formed], [], [listed], [later]], sections=[1, 1, 2, 2], lead=1, lead_present=True)
+    assert _spans(out[1], "inherited:section") == [Interval(t(1990), None)]
+    assert _spans(out[2], "inherited:section") == [Interval(t(1991), t(1995))]
+    # … unless the page has a publication time: then no span passes its day
+    dated = document_timeline([[formed], [], [listed], [later]], sections=[1, 1, 2, 2], lead=1, lead_present=True,
+                              published_at=t(2000, 6, 1))
+    assert _spans(dated[1], "inherited:section") == [Interval(t(1990), t(2000, 6, 2))]
+
+
+@pytest.mark.parametrize(("lead", "present"), [
+    ("## Ipsen\n\nIpsen. Ipsen is a French pharmaceutical company headquartered in Paris .", True),
+    ("## Audie Murphy\n\nAudie Murphy. Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier .",
+     False),
+    ("## Federation\n\nThe Federation of the Greens ( , FdV ) , frequently referred to as Greens , is a party .",
+     True),
+    ("## U-66\n\nGerman submarine U-66 was a Type IXC U-boat ; it is one of the most successful .", False),
+    ("## Some list\n\nThe following people held the office .", False),
+])
+def test_present_tense_of_a_lead_is_its_first_copula(lead: str, present: bool) -> None:
+    assert present_tense(lead) is present
 
 
 def test_now_in_a_dated_address_is_its_publication_day() -> None:

@@ -37,8 +37,10 @@ words of the clause). :func:`document_timeline` then works over one document's c
    dated spans, kind ``inherited``, provenance ``inherited:section``) unless one of its own spans is that
    span (a chunk that is its whole section narrating 1881, 1882, 1886 … holds between its dates too):
    the section narrates one period, and the chunk's facts belong to it. A page's lead summarizes the
-   whole page: its section span is the hull of the whole document's spans. Ranking weighs these spans
-   low (:mod:`diachron.retrieval.tiers`).
+   whole page: its section span is the hull of the whole document's spans, left open to the future when
+   the lead is in the present tense and the document has no publication time ("Ipsen is a French
+   company … David Loew, CEO": the page describes its subject as it is when written, after its last
+   date). Ranking weighs these spans low (:mod:`diachron.retrieval.tiers`).
 4. **Inheritance.** A chunk without its own intervals inherits the hull of its section's dated spans
    (a section starts at a heading line; a heading's own dates, "Early life (1920–1938)", count), else —
    for a document without a publication time — the document's extent (hull of all dated spans), else its
@@ -66,7 +68,8 @@ from datetime import datetime
 
 from diachron.schemas.time import Granularity, Interval, period
 
-__all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "has_headings", "section_starts",
+__all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "has_headings", "present_tense",
+           "section_starts",
            "sections_by_position", "spans_of"]
 
 KINDS = ("event", "state", "state_start", "state_end", "mention", "inherited")
@@ -217,6 +220,7 @@ def section_starts(chunk_texts: Sequence[str], heading_of: Sequence[str | None] 
 
 
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+\S", re.M)
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+.*$", re.M)
 
 
 def sections_by_position(text: str, chunk_spans: Sequence[tuple[int, int]]) -> list[int]:
@@ -303,7 +307,8 @@ def _hull(spans: Sequence[Span]) -> Interval | None:
 def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[int] | None = None,
                       headings: dict[int, Sequence[Span]] | None = None,
                       published_at: datetime | None = None, carry: bool = True,
-                      widen: bool = True, headed: bool = True, lead: int | None = None) -> list[ChunkTime]:
+                      widen: bool = True, headed: bool = True, lead: int | None = None,
+                      lead_present: bool = False) -> list[ChunkTime]:
     """Open and close state spans in one document's timeline, then let undated chunks inherit.
 
     Args:
@@ -317,6 +322,9 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
             there are no section spans (a speech's "section" would be the hull of every date it names).
         lead: section number of the page's lead (its summary before the first section heading), whose
             states close only within the lead; ``None`` = no lead.
+        lead_present: the lead is written in the present tense (:func:`present_tense`: "X is a party",
+            not "X was a soldier"): in a document without a publication time its section span stays open
+            to the future (the page describes its subject as it is when written, after its last date).
 
     Returns:
         One :class:`ChunkTime` per chunk: literal spans plus derived ones (``time_source`` ``event``), or an
@@ -348,11 +356,13 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     for n, spans in (headings or {}).items():
         by_section.setdefault(n, []).extend(spans)
     extent = _hull(literal)
+    page = _hull([x for v in own for x in v])
+    if page is not None and lead_present and published_at is None:
+        page = Interval(page.start, None, page.granularity)
     out = []
     for n, spans in zip(sections, own, strict=True):
         # the lead summarizes the whole page: its section is the page
-        section = (_hull([x for v in own for x in v]) if n == lead else _hull(by_section.get(n, []))) \
-            if headed else None
+        section = (page if n == lead else _hull(by_section.get(n, []))) if headed else None
         if section is not None and published_end is not None:
             section = _capped(section, published_end)
         spans = [c for c in (_cap(s, published_end) for s in spans) if c is not None]
@@ -401,6 +411,18 @@ def _cap(span: Span, published_end: datetime | None) -> Span | None:
         return replace(span, interval=Interval(start, published_end, grain), provenance="inferred:to-publication")
     capped = _capped(span.interval, published_end)
     return replace(span, interval=capped) if capped is not None else None
+
+
+_TENSE = re.compile(r"\b(is|are|was|were)\b")
+
+
+def present_tense(lead: str) -> bool:
+    """True when the first copula of a lead's opening (heading lines skipped) is present tense ("Ipsen is a
+    French company") rather than past ("Audie Murphy … was an American soldier"): encyclopedic leads
+    describe a subject that still exists in the present tense, one that ended in the past tense."""
+    body = _HEADING_LINE.sub("", lead)[:400]
+    m = _TENSE.search(body)
+    return m is not None and m.group(1) in ("is", "are")
 
 
 def has_headings(text: str) -> bool:
