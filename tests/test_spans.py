@@ -63,6 +63,11 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
     # test_a_range_from_the_tagger_is_a_state)
     ("Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier , actor", "20 June 1925 – 28 May 1971",
      "mention"),
+    # a change of what a thing is holds from then on (Vologda, TimeQA dev): a state start
+    ("In 1796 , the viceroyalty , administered by a governor-general , was transformed into Vologda Governorate",
+     "1796", "state_start"),
+    ("The town was renamed Voroshilov in 1935 .", "1935", "state_start"),
+    ("In March 1941 he was assigned to the 7th U-boat Flotilla .", "March 1941", "state_start"),
 ])
 def test_kind_from_the_relation_words(text: str, date: str, kind: str) -> None:
     assert _kind(text, date) == kind

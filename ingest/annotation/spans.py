@@ -82,6 +82,10 @@ _START_WORDS = (
     "launched", "acquired", "bought", "purchased", "took over", "took office", "taking office", "returned",
     "chosen", "selected", "installed", "commissioned", "enrolled", "employed", "recruited", "nominated",
     "as of", "effective", "beginning", "onwards", "onward",
+    # a change of what something is, which then holds: "was transformed into Vologda Governorate in 1796",
+    # "renamed Ussuriysk in 1957", "assigned to the 3rd Flotilla", "took command of U-66"
+    "transformed", "renamed", "reorganized", "reorganised", "converted", "merged", "designated", "crowned",
+    "re-established", "reestablished", "restored", "assigned", "posted", "took command", "given command",
 )
 _END_WORDS = (
     "until", "till", "left", "leaves", "leaving", "resigned", "resigning", "retired", "retiring", "ended",
