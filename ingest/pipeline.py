@@ -6,8 +6,9 @@ sources into shards (sizes and names only); Ray workers parse them and stage the
 join the plan back onto the documents (:mod:`diachron.ingest.planning`); the stages run in parallel actor
 pools sized from the cluster (a local Ray, or the cluster at ``IngestConfig.ray_address`` /
 ``RAY_ADDRESS``); workers write the rows as staged Lance fragments; the driver commits the run once (one
-transaction per table, rows in ``event_start`` order) and writes its ``runs`` row. The driver holds
-fragment metadata, ids and counts, never the texts.
+transaction per table, rows in ``event_start`` order, each merged by a Ray task on the driver's node) and
+writes its ``runs`` row. The driver holds fragment metadata, ids and counts, never the texts: its memory
+is flat in corpus size.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
-
 from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
 from diachron.ingest.embedding import resolve_embedder
 from diachron.ingest.preflight import check_database
@@ -30,7 +29,7 @@ from diachron.ingest.planning import plan_staged, planned_block, stored_versions
 from diachron.ingest.reading import INCOMING_SCHEMA, read_sources
 from diachron.ingest.sources import SOTU_DEFAULT_YEARS, SourceLimits, source_shards
 from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, stage_block
-from diachron.ingest.staging import Staging
+from diachron.ingest.staging import Staging, merge_run_table
 from diachron.ingest.store import Store
 from diachron.ingest.validation import ValidationConfig
 from diachron.ingest.versioning import LineageConfig
@@ -161,7 +160,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     ids, hashes and lineage fields (no texts), and workers annotate, embed and validate the planned ones
     and write their rows as staged Lance fragments (:mod:`diachron.ingest.staging`): neither the source
     documents nor the stages' output pass through the driver, which receives fragment metadata and
-    counts only and streams the commit in batches. Sources must be readable by the workers (a path every
+    counts only; the commits and the optimize step run in Ray tasks on the driver's node that it waits for. Sources must be readable by the workers (a path every
     node sees). Then the driver commits the
     run: the ``runs`` marker, ``documents``, ``chunks`` (in ``event_start`` order), ``quarantine``, the
     final ``runs`` row — one transaction per table, every row stamped with the commit time (see
@@ -233,7 +232,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
         staging.drop()
     summary.embed_nodes = len(nodes)
     if config.optimize and (summary.documents_written or summary.chunks_written):
-        store.optimize()
+        _beside_driver(optimize_store, config.db_uri, spec.dim, config.storage_options)
     else:
         store.ensure_indexes()
     emit("done", asdict(summary))
@@ -274,20 +273,11 @@ def _commit_tables(store: Store, staging: Staging, fragments: dict[str, list[str
                    staged_docs: int, dead: set[str], run_id: str, sources: list[str], config: IngestConfig,
                    spec: Any, started: datetime, commit_time: datetime, now: Callable[[], datetime], emit: Progress,
                    t0: float) -> RunSummary:
-    from diachron.schemas.records import TABLES
-
     emit("committed", {"table": "runs:begin"})
     merged: dict[str, dict[str, int]] = {}
-    mine: set[str] = set()
-    for name, order in (("documents", None), ("chunks", "event_start"), ("quarantine", None)):
-        dataset = staging.commit(name, fragments[name], arrow_schema(TABLES[name], dim=spec.dim))
-        batches = Staging.batches(dataset, order_by=order) if dataset is not None else iter(())
-        if name == "chunks":  # only chunks of documents this run wrote: a concurrent run owns the others
-            batches = _of_documents(batches, mine)
-        merged[name] = {"inserted": 0, "replaced": 0, "duplicates": 0} if dataset is None else store.merge_staged(
-            name, batches, recorded_at=commit_time, replace_runs=dead)
-        if name == "documents" and dataset is not None:
-            mine = store.ids_of_run("documents", run_id)
+    for name in ("documents", "chunks", "quarantine"):
+        merged[name] = _beside_driver(merge_run_table, name, fragments[name], staging=staging, db_uri=config.db_uri,
+                                      dim=spec.dim, recorded_at=commit_time, replace_runs=dead, run_id=run_id)
         emit("committed", {"table": name, **merged[name]})
     acc.documents_written = merged["documents"]["inserted"] + merged["documents"]["replaced"]
     acc.documents_unchanged += staged_docs - acc.documents_written
@@ -303,6 +293,38 @@ def _commit_tables(store: Store, staging: Staging, fragments: dict[str, list[str
     store.mark_failed(dead)
     emit("committed", {"table": "runs"})
     return summary
+
+
+def optimize_store(db_uri: str, dim: int, storage_options: dict[str, str] | None) -> None:
+    """:meth:`~diachron.ingest.store.Store.optimize` (a Ray task beside the driver: the time index build
+    reads every chunk's times and vectors)."""
+    Store(db_uri, dim=dim, storage_options=storage_options).optimize()
+
+
+def _beside_driver(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn`` as a Ray task on the driver's node (its files, its commit lock) and return its result.
+
+    The commit and optimize steps read every row of the run: in a worker, the driver's memory stays flat in
+    corpus size. No CPU slot (the pools' actors may hold them all); no retry (a failed commit is repaired by
+    the next run). The task's own exception is raised here; an interrupt cancels the task first.
+    """
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    ref = ray.remote(fn).options(num_cpus=0, max_retries=0, scheduling_strategy=here).remote(*args, **kwargs)
+    try:
+        return ray.get(ref)
+    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+        raise WorkerLostError(f"the Ray worker of {fn.__name__} was lost: {exc}") from exc
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.cause if isinstance(exc.cause, BaseException) else None
+        if cause is not None:
+            raise cause from None
+        raise
+    except BaseException:
+        ray.cancel(ref, force=True)
+        raise
 
 
 def _pools(config: IngestConfig) -> dict[str, Any]:
@@ -426,14 +448,6 @@ def _run_stages(plan: Any, total: int, config: IngestConfig, staging: Staging, r
             yield part
     except ray.exceptions.RayActorError as exc:
         raise WorkerLostError(f"a Ray worker was lost: {exc}") from exc
-
-
-def _of_documents(batches: Iterator[pa.RecordBatch], doc_ids: set[str]) -> Iterator[pa.RecordBatch]:
-    import pyarrow.compute as pc
-
-    allowed = pa.array(sorted(doc_ids), type=pa.string())
-    for batch in batches:
-        yield batch.filter(pc.is_in(batch.column("doc_id"), value_set=allowed))
 
 
 def _run_row(run_id: str, sources: list[str], config: IngestConfig, spec: Any, started: datetime,

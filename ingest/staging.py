@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["Staging"]
+__all__ = ["Staging", "merge_run_table"]
 
 
 class Staging:
@@ -101,3 +101,37 @@ def _s3(options: dict[str, str]) -> Any:
                              region=options.get("aws_region") or options.get("region") or "us-east-1",
                              endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
                              scheme="http" if allow_http else "https")
+
+
+def merge_run_table(name: str, fragments: list[str], *, staging: Staging, db_uri: str, dim: int,
+                    recorded_at: Any, replace_runs: set[str], run_id: str) -> dict[str, int]:
+    """Merge one staged table of run ``run_id`` into the database (runs as a Ray task beside the driver).
+
+    Commits ``fragments`` (worker fragment metadata, JSON) into the staged table ``name``, then streams its
+    rows into the target with :meth:`~diachron.ingest.store.Store.merge_staged` (one transaction; ``chunks``
+    in ``event_start`` order, and only chunks of documents this run wrote: a concurrent run owns the
+    others). Returns ``{"inserted", "replaced", "duplicates"}``.
+
+    Raises:
+        StoreConflictError: the commit failed after Lance's own retries (transient).
+    """
+    from diachron.ingest.store import Store
+    from diachron.schemas.records import TABLES, arrow_schema
+
+    empty = {"inserted": 0, "replaced": 0, "duplicates": 0}
+    dataset = staging.commit(name, fragments, arrow_schema(TABLES[name], dim=dim))
+    if dataset is None:
+        return empty
+    store = Store(db_uri, dim=dim, storage_options=staging.storage_options)
+    batches = Staging.batches(dataset, order_by="event_start" if name == "chunks" else None)
+    if name == "chunks":
+        batches = _of_documents(batches, store.ids_of_run("documents", run_id))
+    return store.merge_staged(name, batches, recorded_at=recorded_at, replace_runs=replace_runs)
+
+
+def _of_documents(batches: Iterator[pa.RecordBatch], doc_ids: set[str]) -> Iterator[pa.RecordBatch]:
+    import pyarrow.compute as pc
+
+    allowed = pa.array(sorted(doc_ids), type=pa.string())
+    for batch in batches:
+        yield batch.filter(pc.is_in(batch.column("doc_id"), value_set=allowed))
