@@ -39,7 +39,8 @@ years = tuple(int(y) for y in sys.argv[2].split("-"))
 t0 = time.perf_counter()
 # embed batches of 32 chunks: a small corpus still makes several batches for the embed actors to share
 stages = StageConfig(embed_threads=1, embed_batch_size=8)
-s = run_ingest(["sotu"], IngestConfig(db_uri=sys.argv[1], sotu_years=years, stages=stages))
+# one document per block: a few long speeches still make a block per speech for the nodes to share
+s = run_ingest(["sotu"], IngestConfig(db_uri=sys.argv[1], sotu_years=years, stages=stages, batch_size=1))
 print("RESULT " + json.dumps({**asdict(s), "wall_s": time.perf_counter() - t0}))
 """
 RSS_DRIVER = """
