@@ -216,6 +216,9 @@ def ingest(
         raise _fail(" ".join(str(exc).split())) from None
     except typer.Exit:
         raise
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (a half-committed run is repaired by the next)
+        raise _fail("ingest interrupted — re-running is safe (writes are idempotent; the next run completes or "
+                    "replaces this one's rows)") from None
     except Exception as exc:  # noqa: BLE001 - e.g. Ray timing out at start on an overloaded machine
         if _VERBOSE:
             raise

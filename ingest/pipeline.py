@@ -135,8 +135,11 @@ def _ensure_ray(address: str | None, num_cpus: int | None) -> None:
     kwargs: dict[str, Any] = {"include_dashboard": False, "ignore_reinit_error": True,
                               "logging_level": logging.WARNING, "log_to_driver": True}
     address = address or os.environ.get("RAY_ADDRESS") or None
+    # Lance's Rust log ("No existing dataset … it will be created" per staged fragment) off in the workers too:
+    # a local Ray inherits this process's environment, a cluster's workers get it through the job's runtime_env
+    lance_log = os.environ.setdefault("LANCE_LOG", "error")
     if address:
-        ray.init(address=address, **kwargs)
+        ray.init(address=address, runtime_env={"env_vars": {"LANCE_LOG": lance_log}}, **kwargs)
     else:
         ray.init(num_cpus=num_cpus, **kwargs)
 
