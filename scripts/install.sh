@@ -8,12 +8,17 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-# pip configurations with unreachable extra index folders warn once per package: hide only those lines
+# pip configurations with unreachable extra index folders warn once per package, and setuptools boxes a
+# BuildBackendWarning about editable installs (harmless here): hide only those lines
 quiet() {
   local log status=0
   log=$(mktemp)
   "$@" >"$log" 2>&1 || status=$?
-  grep -v "WARNING: Location 'file:" "$log" || true
+  grep -v "WARNING: Location 'file:" "$log" | awk '
+    /BuildBackendWarning/ { skip = 1; bangs = 0; next }
+    skip == 2 { skip = 0; next }
+    skip == 1 { if ($0 ~ /^[[:space:]]*!![[:space:]]*$/ && ++bangs == 2) skip = 2; next }
+    { print }' || true
   rm -f "$log"
   return "$status"
 }
