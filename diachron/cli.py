@@ -122,12 +122,13 @@ def _check_sources(sources: list[str]) -> None:
 
 
 def _instant(value: str | None, flag: str) -> datetime | None:
+    """``value`` as a UTC instant; a value we cannot read is refused in one line (exit 1), like ``--now``."""
     if value is None:
         return None
     try:
         return parse_instant(value)
-    except ValueError as exc:
-        raise typer.BadParameter(f"{flag} must be ISO-8601, e.g. 2024-05-01T00:00:00Z") from exc
+    except ValueError:
+        raise _fail(f"{flag} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z (not {value!r})") from None
 
 
 def _ingest(sources: list[str], db: str, **options: Any) -> Any:
@@ -248,13 +249,13 @@ def annotate(
     from diachron.ingest.stages import StageConfig, build_annotator, document_times
     from diachron.schemas.ids import chunk_id, content_sha256
 
+    published = _instant(published_at, "--published-at")  # refused before the tokenizer and grammar load
     body = typer.get_text_stream("stdin").read() if text == "-" else text
     spec = resolve_embedder(None)
     chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=spec.max_tokens)
     annotator = build_annotator(StageConfig(timezone=timezone, fiscal_calendar=fiscal_calendar))
     doc_id = f"cli@{content_sha256(body)[:12]}"
-    stage1 = annotator.annotate_document(DocumentContext(doc_id, "", body[:1500], body[-1500:],
-                                                         _instant(published_at, "--published-at")))
+    stage1 = annotator.annotate_document(DocumentContext(doc_id, "", body[:1500], body[-1500:], published))
     chunks = chunker.chunk(body)
     notes = annotator.annotate_chunks([c.text for c in chunks], doc=stage1)
     payload = {"schema_version": SCHEMA_VERSION, "published_at": format_instant(stage1.published_at),
