@@ -13,6 +13,7 @@ is flat in corpus size.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -315,7 +316,7 @@ def _beside_driver(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    ref = ray.remote(fn).options(num_cpus=0, max_retries=0, scheduling_strategy=here).remote(*args, **kwargs)
+    ref = _remote(fn).options(num_cpus=0, max_retries=0, scheduling_strategy=here).remote(*args, **kwargs)
     try:
         return ray.get(ref)
     except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
@@ -328,6 +329,14 @@ def _beside_driver(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except BaseException:
         ray.cancel(ref, force=True)
         raise
+
+
+@functools.cache
+def _remote(fn: Callable[..., Any]) -> Any:
+    """``ray.remote(fn)``, made once per process (Ray warns about a function exported again and again)."""
+    import ray
+
+    return ray.remote(fn)
 
 
 def _pools(config: IngestConfig) -> dict[str, Any]:
