@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.interval_index import bounds
+from diachron.retrieval.interval_index import SPARSE_HITS, bounds
 from diachron.schemas import time_index as fmt
 
 __all__ = ["Cover", "TimePartitionedIndex"]
@@ -104,7 +104,7 @@ class TimePartitionedIndex:
     def positions_of(self, rows: np.ndarray) -> np.ndarray:
         """Sorted int64 time positions of indexed row offsets (``rows < num_rows``): a sort when they are
         few, else a pass over every row."""
-        if len(rows) * 64 < self.num_rows:
+        if len(rows) * SPARSE_HITS < self.num_rows:
             return np.sort(self.position[rows]).astype(np.int64)
         mask = np.zeros(self.num_rows, dtype=bool)
         mask[self.position[rows]] = True

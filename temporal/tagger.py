@@ -695,6 +695,7 @@ _COMMON_WORDS = re.compile(r"(?-i:lent|advent)")
 
 
 _COUNTED = re.compile(r"\d|year|month|week|day|decade|centur|hour|minute|second|quarter|thousand|hundred", re.I)
+_YEAR_WORD = re.compile(r"\b\d{4}\b")
 
 
 def _out_of_table(text: str, cand: _Candidate, reference: datetime | None) -> bool:
@@ -705,7 +706,7 @@ def _out_of_table(text: str, cand: _Candidate, reference: datetime | None) -> bo
     if reference is None or _COUNTED.search(words) or not cand.found:
         return False
     sentence = text[max(text.rfind(".", 0, cand.start), text.rfind("\n", 0, cand.start)) + 1:cand.start]
-    if re.search(r"\b\d{4}\b", sentence):
+    if _YEAR_WORD.search(sentence):
         return False  # "In 2008 the office closed at Christmas": the written year completes it
     start = cand.found[0][0].start
     return start is not None and abs((start - reference).days) >= 730
