@@ -132,19 +132,23 @@ LEFT = {"runs:begin": (0, 0, 0, "committing"), "documents": (3, 0, 0, "committin
 
 @pytest.fixture(scope="module")
 def killed(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """One run per commit point, killed right after that commit, one after another on the session's Ray.
+    """One run per commit point, killed right after that commit, two at a time on the session's Ray.
 
-    (Five drivers at once on a 2-CPU Ray deadlock: each holds part of its actor pools' minimum and waits
-    for the rest.)
+    (A run's pools hold one CPU at their minimum, so two fit a 2-CPU Ray, as in the concurrent-ingest test
+    below; five drivers at once deadlock: each holds part of its pools' minimum and waits for the rest.)
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     root = tmp_path_factory.mktemp("killed")
-    out = {}
-    for point in LEFT:
+
+    def kill_at(point: str) -> dict[str, Any]:
         db = root / point.replace(":", "_")
         proc = subprocess.run([sys.executable, "-c", KILL_AT, str(corpus), str(db), point], env=_env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=900)
-        out[point] = {"db": db, "returncode": proc.returncode, "stderr": proc.stderr[-2000:]}
-    return out
+        return {"db": db, "returncode": proc.returncode, "stderr": proc.stderr[-2000:]}
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(LEFT, pool.map(kill_at, LEFT)))
 
 
 @pytest.mark.parametrize("point", list(LEFT))
