@@ -8,8 +8,9 @@ the elapsed time, e.g.::
 
     ingest: 586 documents read, 0 rejected · 2 s
     ingest: 586 to process, 0 unchanged · 3 s
-    ingest: 0/586 documents, 0 chunks (working) · 13 s
+    ingest: 0/586 documents: starting the stage workers, loading their models (working) · 13 s
     ingest: 120/586 documents, 118 chunks · 20 s
+    ingest: 586/586 documents, 571 chunks: committing (working) · 33 s
     ingest: committed documents, chunks · 41 s
 
 ``quiet=True`` prints nothing. Only stderr is written: ``--json`` stdout stays clean.
@@ -23,6 +24,10 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 __all__ = ["IngestProgress"]
+
+# what a run does between its plan and its first batch (worker processes start, spaCy, the embedder and
+# Great Expectations load in them: tens of seconds on a small machine, whatever the corpus size)
+STARTING = "starting the stage workers, loading their models"
 
 
 class IngestProgress:
@@ -46,7 +51,7 @@ class IngestProgress:
         self._committed: list[str] = []
         self._bar: Any = None
         self._task: Any = None
-        self._state = "reading sources"
+        self._state = "starting Ray, reading sources"
         self._last_line = self._t0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -61,7 +66,7 @@ class IngestProgress:
             self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                                  TimeElapsedColumn(), console=Console(file=self.stream), transient=False)
             self._bar.__enter__()
-            self._task = self._bar.add_task(self.label, total=None, info="reading sources")
+            self._task = self._bar.add_task(self.label, total=None, info=self._state)
         elif not self.quiet:
             self._last_line = self._t0
             self._heartbeat = threading.Thread(target=self._beat, name="diachron-progress", daemon=True)
@@ -92,7 +97,7 @@ class IngestProgress:
         if event == "loaded":
             self._line(f"{info['documents']} documents read, {info['rejected']} rejected")
         elif event == "planned":
-            self._state = f"0/{info['todo']} documents, 0 chunks"
+            self._state = f"0/{info['todo']} documents: {STARTING}"
             self._line(f"{info['todo']} to process, {info['unchanged']} unchanged")
         elif event == "batch":
             now, last = self.clock(), info["documents_done"] >= info["documents_total"]
@@ -100,6 +105,8 @@ class IngestProgress:
             if last or self._last_batch is None or now - self._last_batch >= self.every:
                 self._last_batch = now
                 self._line(self._state)
+            if last:
+                self._state += ": committing"
         elif event == "committed" and info.get("table") in ("documents", "chunks", "quarantine"):
             self._committed.append(info["table"])
 
@@ -112,7 +119,8 @@ class IngestProgress:
     def _update_bar(self, event: str, info: dict[str, Any]) -> None:
         bar, task = self._bar, self._task
         if event == "planned":
-            bar.update(task, total=info["todo"] or 1, info=f"{info['todo']} to process, {info['unchanged']} unchanged")
+            bar.update(task, total=info["todo"] or 1,
+                       info=f"{info['todo']} to process, {info['unchanged']} unchanged: {STARTING}")
         elif event == "batch":
             bar.update(task, completed=info["documents_done"],
                        info=f"{info['documents_done']}/{info['documents_total']} docs, {info['chunks_written']} chunks")

@@ -105,11 +105,18 @@ def test_plain_progress_says_it_is_working_after_a_silent_spell():
     stream, clock = io.StringIO(), _Clock()
     with IngestProgress(stream, "ingest x", live=False, every=0.05, clock=clock) as progress:
         progress("planned", {"todo": 3, "unchanged": 0})
-        clock.t = 30.0  # 30 s without an event (the embedding of a large batch)
+        clock.t = 30.0  # 30 s without an event (the workers start, then embed the first batch)
         deadline = time.monotonic() + 5
         while "(working)" not in stream.getvalue() and time.monotonic() < deadline:
             time.sleep(0.02)
-    assert "ingest: 0/3 documents, 0 chunks (working) · 30 s" in stream.getvalue().splitlines()
+        assert "ingest: 0/3 documents: starting the stage workers, loading their models (working) · 30 s" in (
+            stream.getvalue().splitlines())
+        progress("batch", {"documents_done": 3, "documents_total": 3, "chunks_staged": 2, "chunks_written": 2})
+        clock.t = 60.0  # the commit after the last batch
+        deadline = time.monotonic() + 5
+        while "committing" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert "ingest: 3/3 documents, 2 chunks: committing (working) · 60 s" in stream.getvalue().splitlines()
 
 
 def test_quiet_progress_prints_nothing():
