@@ -39,8 +39,11 @@ __all__ = ["COMMIT_LEASE", "Store"]
 log = logging.getLogger(__name__)
 
 KEYS = {"documents": "doc_id", "chunks": "chunk_id", "quarantine": "quarantine_id", "runs": "run_id"}
-SCALAR_INDEXES = {"chunks": ["event_start", "event_end", "doc_id", "recorded_at"],
+SCALAR_INDEXES = {"chunks": ["event_start", "event_end", "doc_id", "recorded_at", "text"],
                   "documents": ["doc_id", "series_id"]}
+#: columns indexed for full text (BM25, stemmed, stop words removed), not BTREE: the chunk text, the lexical
+#: signal of the ranking (:mod:`diachron.retrieval.search`)
+FULL_TEXT = frozenset({"text"})
 #: how long a run may stay ``committing`` before another host treats it as dead
 COMMIT_LEASE = timedelta(minutes=30)
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -239,10 +242,11 @@ class Store:
             have = {c for index in target.list_indices() for c in index.columns}
             for column in columns:
                 if column not in have:
-                    target.create_scalar_index(column, replace=True)
+                    _create_index(target, column)
 
     def optimize(self) -> None:
-        """Compact tables, (re)build scalar indexes on the time columns and the time-partitioned vector index.
+        """Compact tables, (re)build scalar indexes on the time columns, the full-text index on the chunk text
+        and the time-partitioned vector index.
 
         The vector index is :mod:`diachron.ingest.time_index` (local databases; extended incrementally when
         rows were only appended): search reads it for exact scoring in time order and for its approximate
@@ -255,11 +259,19 @@ class Store:
                 continue
             target.optimize()
             for column in columns:
-                target.create_scalar_index(column, replace=True)
+                _create_index(target, column)
         dataset = self.table("chunks").to_lance()
         directory = index_dir(str(dataset.uri))
         if directory is not None:
             build_time_index(dataset, directory)
+
+
+def _create_index(table: Any, column: str) -> None:
+    """(Re)build the index of ``column``: full text for :data:`FULL_TEXT`, else BTREE."""
+    if column in FULL_TEXT:
+        table.create_fts_index(column, replace=True)
+    else:
+        table.create_scalar_index(column, replace=True)
 
 
 def _in_sql(column: str, run_ids: list[str]) -> str:

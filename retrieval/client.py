@@ -33,7 +33,7 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     window_gaps,
 )
-from diachron.retrieval.search import CONTEXT_WEIGHT, Hit, Hits, Searcher
+from diachron.retrieval.search import CONTEXT_WEIGHT, LEXICAL_WEIGHT, Hit, Hits, Searcher
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, GapSignal, Signal
@@ -54,6 +54,8 @@ class Client:
             paper); see :mod:`diachron.retrieval.search`.
         context_weight: weight of a chunk's document context when a time filter re-ranks (0 = none; see
             :mod:`diachron.retrieval.search`).
+        lexical_weight: weight of the BM25 score of the core query when a time filter re-ranks (0 = none;
+            see :mod:`diachron.retrieval.search`).
 
     Raises:
         StoreNotFoundError: the URI has no ``chunks`` table.
@@ -73,7 +75,7 @@ class Client:
 
     def __init__(self, uri: str, *, embedder: Embedder | str | None = None, intent_config: IntentConfig | None = None,
                  anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1,
-                 context_weight: float = CONTEXT_WEIGHT) -> None:
+                 context_weight: float = CONTEXT_WEIGHT, lexical_weight: float = LEXICAL_WEIGHT) -> None:
         import lancedb
 
         self.uri = str(uri)
@@ -96,6 +98,7 @@ class Client:
         self.anchor_policy = anchor_policy
         self.temporal_weight = temporal_weight
         self.context_weight = context_weight
+        self.lexical_weight = lexical_weight
         self._index: Searcher | None = None
         self._check_embedder(names)
         self._extent: Interval | None = None
@@ -184,7 +187,7 @@ class Client:
             else (None, [])
         current = use_time_filter and lineage is not None and intent.relation is Relation.CURRENT and diversify is None
         hits = self._search(vector, time_filter, max(2 * k, 20) if current else k if diversify is None
-                            else max(5 * k, 100), admit)
+                            else max(5 * k, 100), admit, text=intent.core_query)
         plan = hits.plan.to_dict() if isinstance(hits, Hits) and hits.plan is not None else {}
         if current:  # "current / latest as of D": the latest published first (retrieval/lineage.py)
             hits, intent = _latest_first(hits, lineage, intent, k)  # type: ignore[arg-type]
@@ -217,7 +220,7 @@ class Client:
                     self.documents.checkout_latest()
                 self._extent = None
             self._index = Searcher(self.chunks, temporal_weight=self.temporal_weight,
-                                   context_weight=self.context_weight)
+                                   context_weight=self.context_weight, lexical_weight=self.lexical_weight)
         return self._index
 
     def _count(self, time_filter: TimeFilter) -> int:
@@ -242,12 +245,12 @@ class Client:
         return None, []
 
     def _search(self, vector: Any, time_filter: TimeFilter, k: int,
-                admit: Callable[[dict[str, Any]], bool] | None) -> Hits:
+                admit: Callable[[dict[str, Any]], bool] | None, *, text: str | None = None) -> Hits:
         """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few (with the
-        plan of the last fetch)."""
+        plan of the last fetch); ``text``: the core query, for the lexical signal."""
         limit = k
         while True:
-            hits = self._searcher().search(vector, time_filter, k=limit)
+            hits = self._searcher().search(vector, time_filter, k=limit, text=text)
             kept = hits if admit is None else [h for h in hits if admit(h.row)]
             if len(kept) >= k or len(hits) < limit:
                 out = Hits(kept[:k])

@@ -165,7 +165,8 @@ class TimeMention:
         reading: the interval with the relation applied (:func:`diachron.temporal.resolve.apply_relation`):
             "since 2020" is ``[2020-01-01, +inf)``, "before 11 am" ``[-inf, 11:00)``, "by 2pm" (not past
             tense) ``[reference, 14:00)``; equal to ``interval`` without a relation.
-        source: ``"rules"`` (diachron's patterns) or ``"duckling"`` (Duckling's grammar).
+        source: ``"rules"`` (diachron's patterns), ``"duckling"`` (Duckling's grammar) or ``"anaphora"``
+            (counted from the narrative's previous mention, :mod:`diachron.temporal.anaphora`).
     """
 
     interval: Interval

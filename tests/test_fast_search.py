@@ -119,6 +119,37 @@ def test_focus_ranking_and_rejected_examples(tmp_path):
     assert Searcher(table).outside_examples(vector, TimeFilter()) == []
 
 
+def test_lexical_signal_lifts_the_chunk_naming_what_is_asked(tmp_path):
+    # B.o.B (TimeQA): both chunks lie in the window; the tour chunk is more similar (0.95 vs 0.90), the label
+    # chunk names the thing asked. BM25 of "record label", scaled by the pool's best: labels 1, tour 0 (no
+    # shared word), a chunk naming "label" once in a longer text strictly between.
+    rows = [_row("tour", [(t(2011), t(2012))], [0.95, 0.3122499, 0, 0]),
+            _row("labels", [(t(2011), t(2012))], [0.9, 0.4358899, 0, 0]),
+            _row("imprint", [(t(2011), t(2012))], [0.5, 0.8660254, 0, 0])]
+    rows[0]["text"] = "B.o.B toured Europe with Bruno Mars in 2011 ."
+    rows[1]["text"] = "In 2011 B.o.B was signed to Grand Hustle Records , his record label ."
+    rows[2]["text"] = "Rebel Rock , an imprint of the label , released a mixtape by B.o.B and others in 2011 ."
+    table = lancedb.connect(str(tmp_path / "db")).create_table(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+    vector = np.array([1, 0, 0, 0], dtype=np.float32)
+    tf = TimeFilter(event=(Interval(t(2011, 2), t(2012, 9)),))
+    no_index = Searcher(table)
+    assert not no_index.has_text_index
+    assert [h.row["chunk_id"] for h in no_index.search(vector, tf, k=2, text="record label")] == ["tour", "labels"]
+    table.create_fts_index("text", replace=True)
+    searcher = Searcher(table)
+    assert searcher.has_text_index
+    lexical = searcher.lexical("record label", ["labels", "tour", "imprint"])
+    assert lexical[0] == 1.0 and lexical[1] == 0.0 and 0.0 < lexical[2] < 1.0
+    # focus 1 for all; r = cosine + 0.1 x lexical: labels 0.90 + 0.1 = 1.00 > tour 0.95
+    assert [h.row["chunk_id"] for h in searcher.search(vector, tf, k=2, text="record label")] == ["labels", "tour"]
+    assert [h.row["chunk_id"] for h in searcher.search(vector, tf, k=2)] == ["tour", "labels"]  # no text
+    off = Searcher(table, lexical_weight=0.0)
+    assert [h.row["chunk_id"] for h in off.search(vector, tf, k=2, text="record label")] == ["tour", "labels"]
+    # query syntax is not read: quotes, colons and operators are words (or nothing), never an error
+    assert searcher.lexical('text:"record" AND (label', ["labels"]).tolist() == [1.0]
+
+
 @pytest.mark.integration
 def test_a_long_lived_client_sees_rows_written_after_it_opened(tmp_path):
     from diachron.ingest.embedding import Embedder

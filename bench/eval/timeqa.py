@@ -146,6 +146,7 @@ TIMEQA_METHODS: dict[str, str] = {
                 "document context",
     "diachron-strict": "the same with strict=True (known, overlapping time only)",
     "diachron-nodoc": "diachron without the document context in the re-ranking (context_weight=0)",
+    "diachron-nolex": "diachron without the lexical (BM25) signal in the re-ranking (lexical_weight=0)",
     "paper": "TA-RAG's ranking: strict time filter + e_hypo, similarity only (temporal_weight=0)",
     "naive": "plain vector search of the raw question (no time filter, no e_hypo)",
     "bm25": "BM25 (bm25s) of the raw question",
@@ -198,6 +199,7 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
     client = Client(db, embedder=embedder, temporal_weight=temporal_weight)
     paper = Client(db, embedder=embedder, temporal_weight=0.0)
     nodoc = Client(db, embedder=embedder, temporal_weight=temporal_weight, context_weight=0.0)
+    nolex = Client(db, embedder=embedder, temporal_weight=temporal_weight, lexical_weight=0.0)
     weighted = {m: Client(db, embedder=embedder, temporal_weight=float(m.split("@")[1])) for m in methods if "@" in m}
     chunks = client.chunks.to_lance().to_table(
         columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"]).to_pylist()
@@ -218,7 +220,8 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
             elif method == "naive":
                 ranked = cards(client.naive_search(q.text, k=depth))
             else:
-                c = {"paper": paper, "diachron-nodoc": nodoc}.get(method) or weighted.get(method, client)
+                c = {"paper": paper, "diachron-nodoc": nodoc, "diachron-nolex": nolex}.get(method) \
+                    or weighted.get(method, client)
                 result = c.search(q.text, k=depth, now=q.now, strict=method in ("diachron-strict", "paper"))
                 ranked, intent = cards(result), tuple(result.intent.intervals)
             passages, times = _from_chunks(ranked, passages_of, max(KS))

@@ -3,7 +3,9 @@
 Stage 1: publication time from metadata, else the first explicit day in the document's first line (a
 dateline, at most 200 characters), else in its last line; the abstract is the lead: the first one or two
 sentences, at most ``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
-resolved against the document's publication time (never the processing clock), each with its kind
+resolved against the document's publication time (never the processing clock) — anaphoric ones ("two years
+later", "the following season") against the narrative's previous mention (:mod:`diachron.temporal.anaphora`)
+—, each with its kind
 (:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention); "now" in a
 dated text is its publication day (documents are dated to the day: not the first second of it).
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
 from diachron.ingest.annotation.spans import classify
+from diachron.temporal.anaphora import NarrativeClock
 from diachron.temporal.tagger import TaggerConfig, extract_mentions, names_the_present
 from diachron.schemas.time import Granularity, period
 
@@ -53,9 +56,10 @@ class RuleAnnotator:
 
     def annotate_chunks(self, texts: list[str], *, doc: DocumentAnnotation) -> list[ChunkAnnotation]:
         out = []
+        clock = NarrativeClock(doc.published_at, timezone=self.tagger.timezone)  # "two years later", in order
         for text in texts:
             distinct = {}  # one entry per interval and kind: "October 2008" written twice is one event time
-            for m in extract_mentions(text, reference=doc.published_at, config=self.tagger):
+            for m in clock.read(text, extract_mentions(text, reference=doc.published_at, config=self.tagger)):
                 kind = classify(text, m.span, is_range=m.is_range)
                 if m.interval.granularity is Granularity.INSTANT and names_the_present(m) \
                         and m.interval.start is not None:

@@ -2,7 +2,8 @@
 
 The same steps as the ingest pipeline's annotate stage (DESIGN.md, "Ingest"): stage 1 (publication time
 from the argument, else a dateline), sentence chunking with the embedder's tokenizer, stage 2 (time
-expressions found by :mod:`diachron.temporal.tagger` and resolved against the publication time), each
+expressions found by :mod:`diachron.temporal.tagger` and resolved against the publication time; anaphoric
+ones, "two years later", against the text's previous mention, :mod:`diachron.temporal.anaphora`), each
 interval with its kind (:func:`diachron.ingest.annotation.spans.classify`), the expression as written
 and its character offsets in the input text.
 """
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from diachron.schemas.time import Interval, to_utc
+from diachron.temporal.anaphora import NarrativeClock
 from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, extract_mentions
 
 __all__ = ["AnnotatedChunk", "TextInterval", "annotate_text"]
@@ -100,11 +102,13 @@ def annotate_text(text: str, *, published_at: datetime | None, timezone: str = "
     spec = resolve_embedder(None)
     chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=max_tokens or spec.max_tokens)
     out: list[AnnotatedChunk] = []
+    clock = NarrativeClock(stage1.published_at, timezone=config.timezone)
     for chunk in chunker.chunk(text):
         base = chunk.span[0]
+        mentions = clock.read(chunk.text, extract_mentions(chunk.text, reference=stage1.published_at, config=config))
         intervals = [TextInterval(m.interval, classify(chunk.text, m.span, is_range=m.is_range), m.text,
                                   (base + m.span[0], base + m.span[1]), m.relation, m.reading)
-                     for m in extract_mentions(chunk.text, reference=stage1.published_at, config=config)]
+                     for m in mentions]
         out.append(AnnotatedChunk(chunk.seq, chunk.text, chunk.span, intervals))
     return out
 
