@@ -257,9 +257,11 @@ class Store:
             target = self.table(name)
             if target.count_rows() == 0:
                 continue
-            target.optimize()
+            target.optimize()  # also folds new rows into the existing indexes (the full-text one is kept)
+            have = {c for index in target.list_indices() for c in index.columns}
             for column in columns:
-                _create_index(target, column)
+                if column not in FULL_TEXT or column not in have:
+                    _create_index(target, column)
         dataset = self.table("chunks").to_lance()
         directory = index_dir(str(dataset.uri))
         if directory is not None:
