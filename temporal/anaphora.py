@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from diachron.schemas.time import Granularity, Interval, add_months, floor_to, to_utc
+from diachron.schemas.time import Granularity, Interval, add_months, floor_to, period, to_utc
 from diachron.temporal import _patterns as P
 from diachron.temporal.tagger import TimeMention
 
@@ -37,6 +37,7 @@ __all__ = ["AnaphoricTime", "NarrativeClock", "find_anaphoric", "resolve_anaphor
 
 G = Granularity
 _UNITS = {"day": G.DAY, "week": G.DAY, "month": G.MONTH, "year": G.YEAR, "season": G.YEAR, "decade": G.DECADE}
+_MONTHS = {G.MONTH: 1, G.YEAR: 12, G.DECADE: 120}
 _SHIFT = {"following": 1, "next": 1, "subsequent": 1, "previous": -1, "preceding": -1, "prior": -1, "same": 0}
 _NUMBER = r"an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2}"
 _UNIT = r"day|week|month|year|season|decade"
@@ -95,8 +96,8 @@ def resolve_anaphoric(expr: AnaphoricTime, anchor: Interval | None, *, timezone:
         start = local + timedelta(days=expr.shift * (7 if expr.unit == "week" else 1))
         end = start + timedelta(days=1)
     else:
-        start = add_months(local, {G.MONTH: 1, G.YEAR: 12, G.DECADE: 120}[unit] * expr.shift)
-        end = add_months(start, {G.MONTH: 1, G.YEAR: 12, G.DECADE: 120}[unit])
+        start = add_months(local, _MONTHS[unit] * expr.shift)
+        end = add_months(start, _MONTHS[unit])
     if not 1 <= start.year <= 9998:
         return None
     return Interval(to_utc(start, tz=zone), to_utc(end, tz=zone), unit)
@@ -115,28 +116,36 @@ class NarrativeClock:
     """
 
     def __init__(self, reference: datetime | None, *, timezone: str = "UTC") -> None:
-        from diachron.schemas.time import period
-
         self.timezone = timezone
         self.anchor: Interval | None = None if reference is None else period(to_utc(reference), G.DAY, tz=timezone)
 
     def read(self, text: str, mentions: list[TimeMention]) -> list[TimeMention]:
         """``mentions`` (of ``text``, in text order) with its anaphoric expressions added, in text order; a
-        tagger mention overlapping an anaphoric phrase gives way to it ("the following day" counts from the
-        narrative, not from the publication date)."""
+        tagger mention overlapping an anaphoric phrase gives way to it when the phrase resolves ("the
+        following day" counts from the narrative, not from the publication date), else it stays."""
         found = find_anaphoric(text)
-        kept = [m for m in mentions if not any(m.span[0] < a.span[1] and a.span[0] < m.span[1] for a in found)]
-        events: list[tuple[int, TimeMention | AnaphoricTime]] = sorted(
-            [(m.span[0], m) for m in kept] + [(a.span[0], a) for a in found], key=lambda pair: pair[0])
-        out = []
-        for _, item in events:
-            if isinstance(item, AnaphoricTime):
-                interval = resolve_anaphoric(item, self.anchor, timezone=self.timezone)
-                if interval is None:
-                    continue
-                item = TimeMention(interval, item.text, item.span, source="anaphora")
-            if item.interval.start is not None and item.interval.end is not None and \
-                    not _PARENTHESIZED.search(text, 0, item.span[0]):
-                self.anchor = item.interval
-            out.append(item)
+
+        def overlaps(m: TimeMention, a: AnaphoricTime) -> bool:
+            return m.span[0] < a.span[1] and a.span[0] < m.span[1]
+
+        shadowed = {a.span: [m for m in mentions if overlaps(m, a)] for a in found}
+        items: list[TimeMention | AnaphoricTime] = [m for m in mentions if not any(overlaps(m, a) for a in found)]
+        out: list[TimeMention] = []
+        for item in sorted([*items, *found], key=lambda x: x.span[0]):
+            if isinstance(item, TimeMention):
+                self._take(text, item, out)
+                continue
+            interval = resolve_anaphoric(item, self.anchor, timezone=self.timezone)
+            if interval is None:
+                for m in shadowed[item.span]:
+                    self._take(text, m, out)
+            else:
+                self._take(text, TimeMention(interval, item.text, item.span, source="anaphora"), out)
         return out
+
+    def _take(self, text: str, mention: TimeMention, out: list[TimeMention]) -> None:
+        """Keep ``mention``; it becomes the anchor when bounded and not opening a parenthesis."""
+        out.append(mention)
+        if mention.interval.start is not None and mention.interval.end is not None and \
+                not _PARENTHESIZED.search(text, 0, mention.span[0]):
+            self.anchor = mention.interval

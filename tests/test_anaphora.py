@@ -102,3 +102,18 @@ def test_a_parenthesized_lifespan_is_no_anchor() -> None:
     # Heinrich Vogeler (TimeQA): "The couple had one daughter , Elsbeth ( 1898-1984 ) . The next year …"
     text = "In 1901 he married Martha Schröder . The couple had one daughter , Elsbeth ( 1898-1984 ) . The next year , he built a house ."
     assert _read(text)[-1] == ("The next year", Interval(t(1902), t(1903), G.YEAR))
+
+
+def test_an_unresolved_phrase_leaves_the_taggers_reading() -> None:
+    # no earlier date and no publication time: "the next day" stays unread, and nothing the tagger read is lost
+    text = "On 4 July 2004 they met . The next day they left ."
+    assert [x for x, _ in _read(text)] == ["4 July 2004", "The next day"]
+    assert [x for x, _ in _read("The next day they left .")] == []
+
+
+def test_a_phrase_that_cannot_resolve_keeps_the_taggers_reading() -> None:
+    # the anchor (1995, a year) cannot say which day "the next day" is: the tagger's deictic reading of
+    # "next day" against the publication day (3 May 2019) is kept, as before anaphora was read
+    got = _read("In 1995 he joined . The next day he played .", reference=t(2019, 5, 2))
+    assert got == [("1995", Interval(t(1995), t(1996), G.YEAR)),
+                   ("next day", Interval(t(2019, 5, 3), t(2019, 5, 4), G.DAY))]
