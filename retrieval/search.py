@@ -105,16 +105,14 @@ class Hits(list):  # noqa: FURB189 — a list of Hit that also carries the plan 
 
 
 def rank(similarity: np.ndarray, focus: np.ndarray, temporal_weight: float, *, context: np.ndarray | None = None,
-         context_weight: float = 0.0, lexical: np.ndarray | None = None, lexical_weight: float = 0.0) -> np.ndarray:
+         context_weight: float = 0.0) -> np.ndarray:
     """Ranking score of candidates (float64, same shape as ``similarity``):
 
-    ``r + context_weight × (context − r) + temporal_weight × focus`` with ``r = similarity + lexical_weight ×
-    lexical`` (``lexical`` in [0, 1]; ``None`` = 0), where ``context`` is the best ``r`` of the chunk's
-    document (:func:`document_context` of ``r``; ``None`` = its own ``r``).
+    ``similarity + context_weight × (context − similarity) + temporal_weight × focus``, where ``context`` is
+    the best similarity of the chunk's document (:func:`document_context`; ``None`` = its own similarity).
+    :meth:`Searcher.search` passes as ``similarity`` the cosine plus ``lexical_weight`` × the lexical signal.
     """
     sim = np.asarray(similarity, dtype=np.float64)
-    if lexical is not None and lexical_weight:
-        sim = sim + lexical_weight * np.asarray(lexical, dtype=np.float64)
     out = sim + temporal_weight * np.asarray(focus, dtype=np.float64)
     if context is not None and context_weight:
         out += context_weight * (np.asarray(context, dtype=np.float64) - sim)
@@ -292,17 +290,17 @@ class Searcher:
         offsets, scores, plan = self.top_k_planned(vector, time_filter, k=max(3 * k, 50) if rerank else k)
         focus = self.index.focus(offsets, time_filter)
         if rerank:
-            context = lexical = None
+            context, relevance = None, scores
             lexical_on = bool(text and text.strip() and self.lexical_weight and self.has_text_index)
             if (self.context_weight or lexical_on) and len(offsets):
                 ids = self.dataset.take(offsets, columns=["doc_id", "chunk_id"])
-                if lexical_on:
-                    lexical = self.lexical(text, ids.column("chunk_id").to_pylist())  # type: ignore[arg-type]
+                if lexical_on:  # cosine + lexical signal, once: the document context is taken of it too
+                    relevance = scores + self.lexical_weight * self.lexical(  # type: ignore[arg-type]
+                        text, ids.column("chunk_id").to_pylist())
                 if self.context_weight:
-                    relevance = scores + self.lexical_weight * lexical if lexical is not None else scores
                     context = document_context(relevance, ids.column("doc_id").to_numpy(zero_copy_only=False))
-            order = np.argsort(-rank(scores, focus, weight, context=context, context_weight=self.context_weight,
-                                     lexical=lexical, lexical_weight=self.lexical_weight), kind="stable")[:k]
+            order = np.argsort(-rank(relevance, focus, weight, context=context, context_weight=self.context_weight),
+                               kind="stable")[:k]
             offsets, scores, focus = offsets[order], scores[order], focus[order]
         hits = Hits()
         hits.plan = plan

@@ -147,5 +147,5 @@ class NarrativeClock:
         """Keep ``mention``; it becomes the anchor when bounded and not opening a parenthesis."""
         out.append(mention)
         if mention.interval.start is not None and mention.interval.end is not None and \
-                not _PARENTHESIZED.search(text, 0, mention.span[0]):
+                not _PARENTHESIZED.search(text, max(0, mention.span[0] - 8), mention.span[0]):
             self.anchor = mention.interval
