@@ -8,10 +8,12 @@ and does not overlap are rejected. ``strict=True`` (:class:`~diachron.retrieval.
 tier 1 only: where time is known, a source not valid at the question's time is a hard failure.
 
 **Fit** (the ``focus`` of the ranking ``similarity + temporal_weight × fit``), in [0, 1]: the largest of
-``share``, the weighted share of the chunk's dated *events and mentions as written* that overlap the window
-(a chunk that only quotes one in-window date among others fits less: a prior close, a year-to-date base),
-``stated``, the weight of a *state span as written* that overlaps the window ("Palacio de Deportes
-(1986–1998)" fits a question about 1988 fully, however many other spans the list names), and
+``share``, the weighted share of the chunk's *mentions as written* (dates named in passing, and the
+publication day) that overlap the window (a chunk that only quotes one in-window date among others fits
+less: a prior close, a year-to-date base), ``stated``, the weight of an *event or state span as written*
+that overlaps the window — the time of a fact the chunk states ("Palacio de Deportes (1986–1998)" fits a
+question about 1988 fully, however many other spans the list names; so does "In 2005 she received …" in a
+list of awards by year: a chronology states each of its facts, it does not quote the others in passing), and
 ``derived``, the largest weight × covered share of the window of a derived or inherited span (a span
 covering the window counts fully; one touching its last day hardly at all). Weights by kind and
 provenance (:data:`WEIGHTS`): an interval as written (event or state) 1.0; a state span closed by the
@@ -30,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit",
+__all__ = ["STATED_KINDS", "STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit",
            "bound_proximity", "state_mask", "window_cover"]
 
 #: weight of an interval by provenance (derived spans) or kind (intervals as written).
@@ -46,6 +48,8 @@ UNKNOWN_FIT = 0.1
 PROXIMITY_SCALE = 365.25 * 86_400 * 1_000_000
 #: kinds of an interval as written that state a span the fact holds (not a point in it).
 STATE_KINDS = frozenset({"state", "state_start", "state_end"})
+#: kinds of an interval as written that date a fact the chunk states (all but a date named in passing).
+STATED_KINDS = STATE_KINDS | {"event"}
 
 
 def _field(flat: pa.StructArray | pa.ChunkedArray, name: str) -> list[str | None]:
@@ -73,9 +77,13 @@ def literal_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
 
 
 def state_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
-    """True for intervals as written whose kind states a span (:data:`STATE_KINDS`)."""
+    """True for intervals as written whose kind dates a fact the chunk states (:data:`STATED_KINDS`).
+
+    Intervals without a ``kind`` field (tables written before kinds existed) are not stated: they count in
+    the ``share`` of :func:`row_fit`, as before.
+    """
     kinds, provenance = _field(flat, "kind"), _field(flat, "provenance")
-    return np.array([p is None and k in STATE_KINDS for k, p in zip(kinds, provenance, strict=True)], dtype=bool)
+    return np.array([p is None and k in STATED_KINDS for k, p in zip(kinds, provenance, strict=True)], dtype=bool)
 
 
 def window_cover(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int) -> np.ndarray:
@@ -116,7 +124,8 @@ def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: n
         hit: bool per interval: overlaps the question's window.
         weights: per-interval weight (:func:`interval_weights`; derived spans already × window cover).
         literal: per-interval: written in the text (:func:`literal_mask`).
-        state: per-interval: a state span as written (:func:`state_mask`); ``None`` = none.
+        state: per-interval: an event or state span as written (:func:`state_mask`); ``None`` = none
+            (every literal interval then counts in the share, as a mention does).
 
     ``max(share, stated, derived)`` (module docstring). A row without intervals (unknown time) gets
     :data:`UNKNOWN_FIT`.

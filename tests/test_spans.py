@@ -68,6 +68,15 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
      "1796", "state_start"),
     ("The town was renamed Voroshilov in 1935 .", "1935", "state_start"),
     ("In March 1941 he was assigned to the 7th U-boat Flotilla .", "March 1941", "state_start"),
+    # a comparison's base is named in passing (real stock summary): the month's own dates stay events
+    ("Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
+     "of October 31, 2005, up 17.8% for the month .", "October 31, 2005", "mention"),
+    ("Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
+     "of October 31, 2005, up 17.8% for the month .", "November 30, 2005", "event"),
+    ("Unemployment fell to 5.2% , down from 6.1% in March 2009 .", "March 2009", "mention"),
+    ("Turnout was higher than in 1990 .", "1990", "mention"),
+    # "than" before a figure, not before the date: the date is the fact's
+    ("He scored more than 100 goals in 1995 .", "1995", "event"),
 ])
 def test_kind_from_the_relation_words(text: str, date: str, kind: str) -> None:
     assert _kind(text, date) == kind
@@ -217,13 +226,39 @@ def test_fit_weighs_spans_by_kind_and_provenance() -> None:
 
 def test_a_stated_span_in_the_window_fits_fully_among_other_spans() -> None:
     # Real Madrid's arenas: "(1966–1986)", "(1986–1998)", "(1998–1999)" as written, a question about 1988:
-    # the list states the one span that holds -> 1.0 (as events, one of three would give 1/3)
+    # the list states the one span that holds -> 1.0 (as dates named in passing, one of three gives 1/3)
     counts = np.array([3, 3])
     hit = np.array([False, True, False, False, True, False])
     weights = np.ones(6)
     literal = np.ones(6, dtype=bool)
-    state = np.array([True, True, True, False, False, False])  # row 1: the same dates as events
+    state = np.array([True, True, True, False, False, False])  # row 1: the same dates, not stated
     assert row_fit(counts, hit, weights, literal, state).tolist() == [1.0, pytest.approx(1 / 3)]
+
+
+@pytest.mark.integration
+def test_a_chronology_fits_fully_for_each_of_its_dated_facts(tmp_path) -> None:
+    """A list of dated events (Helen Clark's awards, TimeQA) states each of its facts: a question about 2002
+    fits it fully (1.0), where the same four dates named in passing give the share 1/4 × 0.25."""
+    from diachron.ingest.stages import AnnotateStage, StageConfig
+    from diachron.retrieval.search import Searcher
+    from diachron.schemas.records import ChunkRecord, arrow_schema
+
+    text = ("- In 1986 , Clark was awarded the annual Peace Prize of the Danish Peace Foundation for her work in "
+            "promoting peace and nuclear disarmament . - In 1990 , Clark received the New Zealand 1990 "
+            "Commemoration Medal . - In 1993 , Clark was awarded the New Zealand Suffrage Centennial Medal . - In "
+            "2002 , she was presented with the Nuclear-Free Future Award .")
+    out = AnnotateStage(StageConfig())(pa.Table.from_pylist([{
+        "doc_id": "d", "series_id": "d", "title": "Helen Clark — Awards and honours", "text": text,
+        "published_at": None, "valid_from": None, "valid_until": None}])).to_pylist()
+    written = [iv for r in out for iv in r["intervals"]]
+    assert [(iv["start"], iv["kind"]) for iv in written] == [(t(y), "event") for y in (1986, 1990, 1993, 2002)]
+    chronology = [_iv(iv["start"], iv["end"], iv["kind"]) for iv in written]
+    in_passing = [_iv(iv["start"], iv["end"], "mention") for iv in written]
+    table = lancedb.connect(str(tmp_path / "db")).create_table("chunks", pa.Table.from_pylist(
+        [_row("awards", chronology, [1, 0, 0, 0]), _row("quoted", in_passing, [1, 0, 0, 0])],
+        schema=arrow_schema(ChunkRecord, dim=4)))
+    fit = Searcher(table).index.focus(np.array([0, 1]), TimeFilter(event=(Interval(t(2002), t(2003)),)))
+    assert fit.tolist() == [1.0, pytest.approx(0.25 / 4)]
 
 
 def test_time_filter_tiers_and_strict() -> None:

@@ -97,9 +97,15 @@ _END_WORDS = (
 _RANGE_WORDS = ("between", "from")
 _EVENT_PREPS = frozenset({"in", "on", "at", "by", "during", "of", "circa", "c.", "around", "about", "early",
                           "late", "mid", "ca.", "throughout", "within"})
-_CLAUSE_BREAK = re.compile(r"[.;:!?()\[\]]|,\s+(?:and|but|while|when|where|which|who)\b|\band\b")
+# a clause ends at punctuation (not a decimal point: "$57.59", "6.1%"), a clause-opening conjunction, "and"
+_CLAUSE_BREAK = re.compile(r"(?<!\d)\.|\.(?!\d)|[;:!?()\[\]]|,\s+(?:and|but|while|when|where|which|who)\b|\band\b")
 _WORD = re.compile(r"[a-z][a-z.\-]*")
 _FIGURE = re.compile(r"[$€£¥%]|\d\s*(?:percent|per cent)\b")
+# a comparison's point of reference in the clause before a date ("compared with $57.59 at the close of
+# October 31, 2005", "up from 4.1% in 2008", "higher than in 1990"): the date is the base the fact is
+# measured against, named in passing, not the time of the fact
+_REFERENCE = re.compile(r"\b(?:compared\s+(?:with|to)|in\s+comparison\s+(?:with|to)|versus|vs\.|relative\s+to|"
+                        r"(?:up|down)\s+from)\b|\bthan\s+(?:(?:in|on|at|during)\s+)?$")
 
 
 def _phrase_re(words: Sequence[str]) -> re.Pattern[str]:
@@ -168,7 +174,8 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     lifespan, written to identify the subject) a ``mention``; an explicit range (``is_range``, or "from X
     to Y" / "between X and Y") is a ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
     word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
-    ``state_start``; a bare date used as a modifier ("the 2002 election") a ``mention``; a figure stated at
+    ``state_start``; a bare date used as a modifier ("the 2002 election") or a comparison's base ("compared
+    with $57.59 at the close of October 31, 2005", "up from … in 2008", "than in 1990") a ``mention``; a figure stated at
     a date (a price, a percentage: "shares closed April 2000 at $124.06") an ``event``; else an ``event``.
     The relation word nearest before the date decides; failing that, the first one after it in the same
     clause ("On 1 May 2006, he was appointed …").
@@ -189,6 +196,8 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
         return "state"
     if last in ("the", "a", "an") or before.rstrip().endswith("'s"):
         return "mention"  # a date used as a modifier: "the 2002 election", "the 1989 Revolution"
+    if _REFERENCE.search(before):
+        return "mention"  # a comparison's base: "compared with $57.59 at the close of October 31, 2005"
     clause = _after(text, span[1])
     if _FIGURE.search(before) or _FIGURE.search(clause):
         return "event"  # a figure at a date ("shares closed April 2000 at $124.06", "won 52% in 2007")
