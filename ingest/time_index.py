@@ -6,8 +6,10 @@ time_index.tree_nodes`), so any window's in-time rows are covered by O(log n) no
 rows (the window search tree of Engels et al., ICML 2024). Each node of at least ``ann_min_rows`` rows gets
 its own IVF partition (spherical k-means over the node's rows, ⌈√rows⌉ lists); its ``nprobe`` is the
 smallest that reached ``target_recall`` recall@10 against exact search on sample queries at build time,
-and that measured recall is written down for the reader's planner. Vectors are stored once, in time
-order; the lists hold time positions, so every score the reader computes is exact.
+and that measured recall is written down for the reader's planner. Vectors are stored in time order
+(the lists hold time positions, so every score the reader computes is exact) and once more per event
+interval in length-classed order (:mod:`diachron.ingest.classed_layout`: a narrow window's candidates are
+then contiguous), rewritten whole at every build.
 
 Incremental: when rows were only appended since the last build, old rows keep their positions, new rows
 are sorted and appended as new segments, and only the nodes that contain a new position are rebuilt
@@ -28,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from diachron.ingest.classed_layout import write_classed
 from diachron.schemas import time_index as fmt
 
 __all__ = ["SEGMENT_ROWS", "ANN_MIN_ROWS", "build_time_index"]
@@ -44,13 +47,19 @@ def _micros(column: pa.ChunkedArray | pa.Array, open_value: int) -> np.ndarray:
     return pc.fill_null(pc.cast(column, pa.int64()), open_value).to_numpy().astype(np.int64, copy=False)
 
 
-def _row_times(data: pa.Table) -> dict[str, np.ndarray]:
-    """Per row: the earliest interval's ``[first_start, first_end)``, ``known``, valid and recorded time."""
+def _flat_intervals(data: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(starts, ends, row, counts)``: every event interval (int64 µs, open sides ±2**61), its row offset,
+    and the number of intervals per row."""
     intervals = data.column("intervals").combine_chunks()
     counts = pc.list_value_length(intervals).fill_null(0).to_numpy().astype(np.int64)
     flat = pc.list_flatten(intervals)
     starts, ends = _micros(flat.field("start"), OPEN_PAST), _micros(flat.field("end"), OPEN_FUTURE)
-    row = np.repeat(np.arange(len(counts)), counts)
+    return starts, ends, np.repeat(np.arange(len(counts)), counts), counts
+
+
+def _row_times(data: pa.Table) -> dict[str, np.ndarray]:
+    """Per row: the earliest interval's ``[first_start, first_end)``, ``known``, valid and recorded time."""
+    starts, ends, row, counts = _flat_intervals(data)
     earliest = np.lexsort((ends, starts, row))  # by row, then start: the first of each row is its earliest
     first = np.concatenate([[0], np.cumsum(counts)[:-1]])
     known = counts > 0
@@ -183,6 +192,7 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
         vectors[position[offset:offset + len(block)]] = block.values.to_numpy().reshape(len(block), dim)
         offset += len(block)
     np.save(tmp / fmt.ORDER_FILE, order)
+    entries = write_classed(tmp, *_flat_intervals(data)[:3], vectors, position)  # rewritten whole each build
     tree_rows = n if reuse else int(times["known"].sum())  # a full build leaves unknown-time rows out of the tree
     level, lo, hi = fmt.tree_nodes(tree_rows, segment_rows)
     in_tree = order[:max(tree_rows, 1)]
@@ -199,7 +209,7 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
     manifest = {"format": fmt.FORMAT, "table_version": int(dataset.version), "num_rows": n, "dim": dim,
                 "segment_rows": segment_rows, "ann_min_rows": ann_min_rows, "tree_rows": tree_rows, "target_recall": target_recall,
                 "levels": levels, "probe_ids": {str(int(i)): data.column("chunk_id")[int(i)].as_py() for i in probes},
-                "incremental_from_rows": n_old, "build_seconds": round(time.perf_counter() - t0, 3)}
+                "incremental_from_rows": n_old, "classed_entries": entries, "build_seconds": round(time.perf_counter() - t0, 3)}
     (tmp / fmt.MANIFEST).write_text(json.dumps(manifest, indent=1))
     old = directory.with_name(directory.name + ".old")
     shutil.rmtree(old, ignore_errors=True)

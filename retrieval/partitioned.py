@@ -1,8 +1,9 @@
 """Read side of the time-partitioned vector index: exact and approximate scoring of a window (issue 15).
 
 :class:`TimePartitionedIndex` memory-maps what :mod:`diachron.ingest.time_index` wrote at ``optimize``
-(layout: :mod:`diachron.schemas.time_index`): the vectors in time order, the tree of segments and each
-large node's IVF partition. For a filter it
+(layout: :mod:`diachron.schemas.time_index`): the vectors in time order, the tree of segments, each
+large node's IVF partition and the length-classed entries (:attr:`TimePartitionedIndex.classed`,
+:mod:`diachron.retrieval.classed`). For a filter it
 
 * scores any set of candidate rows **exactly** from the time-ordered vectors (long contiguous runs as
   slices, no copy), and
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from diachron.retrieval.classed import ClassedEntries
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import SPARSE_HITS, bounds
 from diachron.schemas import time_index as fmt
@@ -73,6 +75,7 @@ class TimePartitionedIndex:
         self.level_first = {int(lv): int(np.flatnonzero(level == lv)[0]) for lv in np.unique(level)}
         self.root = len(level) - 1
         self.has_ivf = bool(self.node_lists[-1])  # False: every node is scanned, a cover cannot save work
+        self.classed = ClassedEntries(directory)
 
     @classmethod
     def open(cls, directory: Path, dataset: Any) -> TimePartitionedIndex | None:
@@ -99,7 +102,7 @@ class TimePartitionedIndex:
     def resident_bytes(self) -> int:
         """Bytes held in memory (the memory-mapped vectors, centroids and lists are page cache, not counted)."""
         return self.order.nbytes + self.position.nbytes + sum(v.nbytes for v in self.nodes.values()) \
-            + self.node_lists.nbytes + self.list_start.nbytes
+            + self.node_lists.nbytes + self.list_start.nbytes + self.classed.resident_bytes
 
     def positions_of(self, rows: np.ndarray) -> np.ndarray:
         """Sorted int64 time positions of indexed row offsets (``rows < num_rows``): a sort when they are

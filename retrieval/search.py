@@ -51,7 +51,7 @@ import numpy as np
 
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import IntervalIndex, bounds
-from diachron.retrieval.partitioned import TimePartitionedIndex
+from diachron.retrieval.partitioned import SCAN_SHARE, TimePartitionedIndex
 from diachron.schemas.time_index import MANIFEST, index_dir
 
 __all__ = ["COLUMNS", "CONTEXT_WEIGHT", "LEXICAL_WEIGHT", "Hit", "Hits", "Plan", "Searcher", "document_context",
@@ -64,6 +64,8 @@ COLUMNS = ["chunk_id", "doc_id", "series_id", "seq", "text", "published_at", "in
 PIECE_ROWS = 1024
 EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
+#: cost of scoring a gathered (scattered) vector row, in rows read contiguously (measured at 1M, 384 dims)
+GATHER_COST = 3.0
 MIN_RECALL = 0.95
 MEMO_FILTERS = 8
 #: default weight of a chunk's document context in the time-filtered re-ranking (module docstring).
@@ -86,16 +88,19 @@ class Hit:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """Which path scored a query: ``exact`` or ``approximate``; candidates passing the filter, rows whose
-    score was computed, and the expected recall@10 against exact (1.0 for ``exact``)."""
+    score was computed (entries for ``classed``), the expected recall@10 against exact (1.0 for ``exact``),
+    and the vectors read: ``take`` (LanceDB, no time index), ``time`` (time-ordered copy), ``classed``
+    (length-classed entries, :mod:`diachron.retrieval.classed`) or ``tree`` (IVF in tree nodes)."""
 
     path: str
     candidates: int
     scored_rows: int
     expected_recall: float = 1.0
+    layout: str = "take"
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "candidates": self.candidates, "scored_rows": self.scored_rows,
-                "expected_recall": round(self.expected_recall, 4)}
+                "expected_recall": round(self.expected_recall, 4), "layout": self.layout}
 
 
 class Hits(list):  # noqa: FURB189 — a list of Hit that also carries the plan that produced it
@@ -240,18 +245,35 @@ class Searcher:
         return best_rows[order], best_scores[order]
 
     def plan(self, time_filter: TimeFilter, rows: np.ndarray | None = None) -> tuple[Plan, Any]:
-        """Choose the path for ``time_filter`` (candidate ``rows`` if known); returns ``(plan, cover)``."""
+        """Choose the path for ``time_filter`` (candidate ``rows`` if known); returns ``(plan, detail)``:
+        the tree :class:`~diachron.retrieval.partitioned.Cover` (approximate), the classed entry slices
+        (exact, ``layout == "classed"``) or ``None`` (exact over the rows).
+
+        Costs are counted in rows read contiguously; a gathered row costs :data:`GATHER_COST`. The exact
+        layouts: the time-ordered vectors (the candidates' hull in one pass when they fill more than half
+        of it, else gathered), or the length-classed entries of an event filter (their slices).
+        """
         rows = self.candidates(time_filter) if rows is None else rows
-        exact = Plan("exact", len(rows), len(rows))
         ti = self.time_index
-        if ti is None or not self.approximate or len(rows) <= EXACT_MAX_ROWS or not ti.has_ivf:
-            return exact, None
-        positions = self._positions(rows)
-        cover = ti.cover(positions, time_filter)
-        work = cover.scored_rows + len(rows) - len(positions)
-        if work <= 0.5 * len(rows) and cover.expected_recall >= MIN_RECALL:
-            return Plan("approximate", len(rows), work, cover.expected_recall), cover
-        return exact, None
+        if ti is None:
+            return Plan("exact", len(rows), len(rows), layout="take"), None
+        indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
+        rest = len(rows) - len(indexed)
+        time_cost = _time_order_cost(ti.position[indexed])
+        slices = ti.classed.slices([bounds(q) for q in time_filter.event]) if time_filter.event else None
+        classed_cost = ti.classed.cost(slices) if slices is not None else None
+        if classed_cost is not None and classed_cost < time_cost:
+            best: tuple[Plan, Any] = Plan("exact", len(rows), classed_cost + rest, layout="classed"), slices
+        else:
+            best = Plan("exact", len(rows), len(rows), layout="time"), None
+        if not self.approximate or len(rows) <= EXACT_MAX_ROWS or not ti.has_ivf:
+            return best
+        cover = ti.cover(self._positions(rows), time_filter)
+        work = cover.scored_rows + rest
+        exact_cost = time_cost if classed_cost is None else min(time_cost, classed_cost)
+        if work <= 0.5 * len(rows) and cover.expected_recall >= MIN_RECALL and GATHER_COST * cover.scored_rows < exact_cost:
+            return Plan("approximate", len(rows), work, cover.expected_recall, layout="tree"), cover
+        return best
 
     def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -263,12 +285,22 @@ class Searcher:
                       ) -> tuple[np.ndarray, np.ndarray, Plan]:
         """``(offsets, cosine, plan)``: the ``k`` best candidates by the path :meth:`plan` chooses."""
         rows = self.candidates(time_filter)
-        plan, cover = self.plan(time_filter, rows)
-        if cover is None:
+        plan, detail = self.plan(time_filter, rows)
+        if plan.layout in ("take", "time"):
             return (*self.exact_top(rows, vector, k), plan)
         ti, query = self.time_index, np.asarray(vector, dtype=np.float32)
-        pos, scores = ti.approximate(cover, query, k)
-        return (*self._merge(ti.order[pos], scores, *self._take_top(rows[rows >= ti.num_rows], query, k), k), plan)
+        rest = rows[rows >= ti.num_rows]
+        if plan.layout == "tree":
+            pos, scores = ti.approximate(detail, query, k)
+            return (*self._merge(ti.order[pos], scores, *self._take_top(rest, query, k), k), plan)
+        keep = None
+        if time_filter.valid or time_filter.as_of is not None:  # the entries pass the event clause only
+            keep = lambda r: _member(rows, r)  # noqa: E731
+        offsets, scores = ti.classed.top(detail, query, k, keep)
+        if time_filter.admit_unknown:  # rows of unknown time have no entries: scored from the time order
+            first = self.index.first_interval
+            rest = rows[(rows >= ti.num_rows) | (first[rows + 1] == first[rows])]
+        return (*self._merge(offsets, scores, *self.exact_top(rest, query, k), k), plan)
 
     def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
                temporal_weight: float | None = None, text: str | None = None) -> list[Hit]:
@@ -357,6 +389,23 @@ class Searcher:
                                          for q in time_filter.valid):
             return "version not valid in the window"
         return "recorded after as_of"
+
+
+def _time_order_cost(positions: np.ndarray) -> float:
+    """Cost of scoring time ``positions`` (unsorted) exactly, as ``TimePartitionedIndex.exact`` does: the
+    hull in one pass when they fill more than half of it, else gathered."""
+    if not len(positions):
+        return 0.0
+    hull = int(positions.max()) - int(positions.min()) + 1
+    return float(hull) if len(positions) > SCAN_SHARE * hull else GATHER_COST * len(positions)
+
+
+def _member(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Bool mask: which of ``rows`` are in ``sorted_rows`` (sorted int64)."""
+    if not len(sorted_rows):
+        return np.zeros(len(rows), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
+    return sorted_rows[at] == rows
 
 
 def _has_text_index(dataset: Any) -> bool:

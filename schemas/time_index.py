@@ -13,7 +13,12 @@ version:
 * ``ann.npz`` — per ANN node an IVF partition of its rows: ``node_lists`` int64 ``(nodes + 1,)`` (lists
   of node ``i`` are ``node_lists[i]:node_lists[i + 1]``) and ``list_start`` int64 ``(lists + 1,)``;
   ``centroids.npy`` float32 ``(lists, dim)`` and ``members.npy`` int32 (time positions grouped by list),
-  memory-mapped by the reader.
+  memory-mapped by the reader;
+* the classed entries (:mod:`diachron.ingest.classed_layout`): ``classed_segments.npy`` int64 ``(groups, 3)``
+  = ``(width, first entry, entries)`` per group (``width`` = ``2**k`` for the finite length class ``k``,
+  else :data:`GROUP_PAST` / :data:`GROUP_FUTURE` / :data:`GROUP_ALWAYS`); per entry ``classed_start.npy`` /
+  ``classed_end.npy`` int64, ``classed_row.npy`` int32 (row offset) and ``classed_vectors.npy`` float32
+  ``(entries, dim)`` (a copy of the row's vector), all memory-mapped by the reader.
 
 Time values are int64 µs since the epoch (UTC), open sides as ``±2**61``; intervals are half-open.
 """
@@ -24,10 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ANN_FILE", "CENTROIDS_FILE", "MEMBERS_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
+__all__ = ["ANN_FILE", "CENTROIDS_FILE", "CLASSED_END_FILE", "CLASSED_ROW_FILE", "CLASSED_SEGMENTS_FILE",
+           "CLASSED_START_FILE", "CLASSED_VECTORS_FILE", "GROUP_ALWAYS", "GROUP_FUTURE", "GROUP_PAST", "OPEN_FUTURE",
+           "OPEN_PAST", "MEMBERS_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
            "VECTORS_FILE", "tree_nodes"]
 
-FORMAT = "diachron-time-index/2"
+FORMAT = "diachron-time-index/3"
 DIR_SUFFIX = ".time_index"
 MANIFEST = "manifest.json"
 ORDER_FILE = "order.npy"
@@ -36,6 +43,15 @@ NODES_FILE = "nodes.npz"
 ANN_FILE = "ann.npz"
 CENTROIDS_FILE = "centroids.npy"
 MEMBERS_FILE = "members.npy"
+CLASSED_SEGMENTS_FILE = "classed_segments.npy"
+CLASSED_START_FILE = "classed_start.npy"
+CLASSED_END_FILE = "classed_end.npy"
+CLASSED_ROW_FILE = "classed_row.npy"
+CLASSED_VECTORS_FILE = "classed_vectors.npy"
+OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
+#: ``width`` of the classed groups that are no finite length class: open to the past (sorted by end), open
+#: to the future (sorted by start), open on both sides
+GROUP_PAST, GROUP_FUTURE, GROUP_ALWAYS = 0, -1, -2
 
 #: per-node statistics over the node's rows: a node is *inside* a filter when every row passes it
 NODE_STATS = (

@@ -173,4 +173,5 @@ def test_a_long_lived_client_sees_rows_written_after_it_opened(tmp_path):
     result = client.search(question, k=5)
     assert sorted(e.chunk_id for e in result.evidence) == ["bridge", "harbour"]
     assert result.trace.candidates_after_filter == 2
-    assert result.trace.plan == {"path": "exact", "candidates": 2, "scored_rows": 2, "expected_recall": 1.0}
+    assert result.trace.plan == {"path": "exact", "candidates": 2, "scored_rows": 2, "expected_recall": 1.0,
+                                 "layout": "take"}

@@ -29,7 +29,9 @@ def query_markdown(result: dict[str, Any]) -> str:
               f"{result['queries_per_window']} queries per window; run {result['started'][:16]}Z, "
               f"{result['seconds']:.0f} s, {load} on 2 cores)"), "",
              ("Cells: p50 / p95 (cold) in ms, R = mean recall@10 vs exact. Ratio = p50 ÷ best baseline p50. "
-              "`client` plan: share of queries on the approximate path, lowest expected recall the trace reported."),
+              "`client` plan: share of queries on the approximate path, lowest expected recall the trace reported, "
+              "vectors read per query (`time` = time-ordered copy, `classed` = length-classed entries, `tree` = "
+              "IVF in tree nodes)."),
              ""]
     for kind, data in result["kinds"].items():
         paths = data["paths"]
@@ -40,7 +42,8 @@ def query_markdown(result: dict[str, Any]) -> str:
             client = paths["client"][window]
             row = [window, f"{base['selectivity']:.1%}", *(_cell(paths[p][window]) for p in paths), f"{best:.1f}",
                    *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS),
-                   f"{client.get('approximate_share', 0):.0%} approx, exp. R {client.get('expected_recall', 1):.2f}"]
+                   f"{client.get('approximate_share', 0):.0%} approx, exp. R {client.get('expected_recall', 1):.2f}"
+                   + (f", layouts {client['layouts']}" if client.get("layouts") else "")]
             lines.append("| " + " | ".join(row) + " |")
         b = data["build"]
         levels = ", ".join(f"L{lv}: nprobe {v['nprobe']}/{v['nlist']} R={v['recall_at_10']:.2f}"
