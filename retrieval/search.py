@@ -27,7 +27,7 @@ evidence, Callan, SIGIR 1994; on TimeQA a list of office holders "1559–1566 : 
 similar to "who held the chair?" than the page's introduction, but it is the chunk whose span covers the
 window). The pool is the top by similarity, so a document's best chunk is always in it. Finally the
 *lexical* signal: ``lexical_weight`` x the chunk's BM25 score for the question's core query (LanceDB's
-full-text index on ``text``, stemmed, stop words removed; the table's top ``LEXICAL_DEPTH`` matches, scaled
+full-text index on ``text``, stemmed, stop words removed; the query prefiltered to the pool's chunks, scaled
 by the pool's best so that it lies in [0, 1]) is added to its similarity before the document context is
 taken — dense and sparse evidence combined, as hybrid retrieval does (Ma et al., "A replication study of
 dense passage retriever", 2021, §5: BM25 + DPR beats either); on TimeQA it lifts the chunk that names the
@@ -72,8 +72,6 @@ MEMO_FILTERS = 8
 CONTEXT_WEIGHT = 0.75
 #: default weight of the lexical (BM25) signal in the time-filtered re-ranking (module docstring).
 LEXICAL_WEIGHT = 0.1
-#: BM25 matches read per query (the pool's chunks outside them count 0).
-LEXICAL_DEPTH = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,15 +340,21 @@ class Searcher:
         return hits
 
     def lexical(self, text: str, chunk_ids: list[str]) -> np.ndarray:
-        """BM25 score of each of ``chunk_ids`` for ``text`` over the whole table, scaled by their best (float64
-        in [0, 1]; 0 for a chunk outside the table's top ``LEXICAL_DEPTH`` matches or sharing no word).
+        """BM25 score of each of ``chunk_ids`` for ``text``, scaled by their best (float64 in [0, 1]; 0 for a
+        chunk sharing no word with it).
 
-        The text goes to LanceDB's full-text index as a match query (no query syntax, never SQL).
+        The full-text query is prefiltered to ``chunk_ids`` (an Arrow expression, never SQL), so every chunk of
+        the pool is scored however large the table; the index's term statistics are the whole table's (the
+        scores equal those of an unfiltered query). The text goes in as a match query (no query syntax).
         """
+        import pyarrow.compute as pc
         from lance.query import MatchQuery
 
+        if not chunk_ids:
+            return np.zeros(0)
         found = self.dataset.to_table(columns=["chunk_id", "_score"], full_text_query=MatchQuery(text, "text"),
-                                      limit=LEXICAL_DEPTH)
+                                      filter=pc.field("chunk_id").isin(chunk_ids), prefilter=True,
+                                      limit=len(chunk_ids))
         best = dict(zip(found.column("chunk_id").to_pylist(), found.column("_score").to_pylist(), strict=True))
         out = np.array([best.get(c, 0.0) for c in chunk_ids], dtype=np.float64)
         top = out.max() if len(out) else 0.0

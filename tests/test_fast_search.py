@@ -151,6 +151,31 @@ def test_lexical_signal_lifts_the_chunk_naming_what_is_asked(tmp_path):
 
 
 @pytest.mark.integration
+def test_lexical_signal_scores_every_pool_chunk_however_many_match(tmp_path):
+    # 1,200 chunks name the record label, the pool's 3 are the longest (lowest BM25, far below the table's top
+    # hundreds): each still gets its score, equal (after scaling by the pool's best) to the one an unfiltered
+    # full-text query over the whole table gives it (a second method)
+    from lance.query import MatchQuery
+
+    rows = [_row(f"c{i:04d}", [(t(2011), t(2012))], [1, 0, 0, 0]) for i in range(1200)]
+    for i, row in enumerate(rows):
+        row["text"] = "B.o.B signed to a record label ." + " He toured ." * (i % 40)
+    table = lancedb.connect(str(tmp_path / "db")).create_table(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+    table.create_fts_index("text", replace=True)
+    pool = ["c0039", "c0079", "c0038"]  # 39, 39 and 38 repetitions: among the longest texts
+    lexical = Searcher(table).lexical("record label", pool)
+    every = table.to_lance().to_table(columns=["chunk_id", "_score"], full_text_query=MatchQuery("record label", "text"),
+                                      limit=len(rows))
+    score = dict(zip(every.column("chunk_id").to_pylist(), every.column("_score").to_pylist(), strict=True))
+    assert sorted(score, key=score.get, reverse=True).index("c0038") >= 1100  # far outside any top few hundred
+    best = max(score[c] for c in pool)
+    assert lexical.tolist() == pytest.approx([score[c] / best for c in pool])
+    assert max(lexical) == 1.0 and min(lexical) > 0.0
+    assert Searcher(table).lexical("record label", []).tolist() == []
+
+
+@pytest.mark.integration
 def test_a_long_lived_client_sees_rows_written_after_it_opened(tmp_path):
     from diachron.ingest.embedding import Embedder
     from diachron.ingest.store import Store
