@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["STATED_KINDS", "STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "describe", "interval_weights", "literal_mask", "row_fit",
-           "bound_proximity", "state_mask", "window_cover"]
+__all__ = ["STATED_KINDS", "STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "bound_proximity", "describe", "interval_weights",
+           "literal_mask", "row_fit", "state_mask", "window_cover"]
 
 #: weight of an interval by provenance (derived spans) or kind (intervals as written).
 WEIGHTS: dict[str, float] = {

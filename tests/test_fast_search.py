@@ -165,8 +165,8 @@ def test_lexical_signal_scores_every_pool_chunk_however_many_match(tmp_path):
     table.create_fts_index("text", replace=True)
     pool = ["c0039", "c0079", "c0038"]  # 39, 39 and 38 repetitions: among the longest texts
     lexical = Searcher(table).lexical("record label", pool)
-    every = table.to_lance().to_table(columns=["chunk_id", "_score"], full_text_query=MatchQuery("record label", "text"),
-                                      limit=len(rows))
+    every = table.to_lance().to_table(columns=["chunk_id", "_score"], limit=len(rows),
+                                      full_text_query=MatchQuery("record label", "text"))
     score = dict(zip(every.column("chunk_id").to_pylist(), every.column("_score").to_pylist(), strict=True))
     assert sorted(score, key=score.get, reverse=True).index("c0038") >= 1100  # far outside any top few hundred
     best = max(score[c] for c in pool)

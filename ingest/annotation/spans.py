@@ -174,9 +174,10 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     lifespan, written to identify the subject) a ``mention``; an explicit range (``is_range``, or "from X
     to Y" / "between X and Y") is a ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
     word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
-    ``state_start``; a bare date used as a modifier ("the 2002 election") or a comparison's base ("compared
-    with $57.59 at the close of October 31, 2005", "up from … in 2008", "than in 1990") a ``mention``; a figure stated at
-    a date (a price, a percentage: "shares closed April 2000 at $124.06") an ``event``; else an ``event``.
+    ``state_start``; a bare date used as a modifier ("the 2002 election") or a comparison's base
+    ("compared with $57.59 at the close of October 31, 2005", "up from … in 2008", "than in 1990") a
+    ``mention``; a figure stated at a date (a price, a percentage: "shares closed April 2000 at $124.06")
+    an ``event``; else an ``event``.
     The relation word nearest before the date decides; failing that, the first one after it in the same
     clause ("On 1 May 2006, he was appointed …").
     """
