@@ -257,8 +257,10 @@ class Searcher:
             return Plan("exact", len(rows), len(rows), layout="take"), None
         indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
         rest = len(rows) - len(indexed)
-        time_cost = _time_order_cost(ti.position[indexed])
-        slices = ti.classed.slices([bounds(q) for q in time_filter.event]) if time_filter.event else None
+        dense = len(indexed) > SCAN_SHARE * ti.num_rows  # the hull is at most twice the candidates: no costing
+        time_cost = float(ti.num_rows) if dense else _time_order_cost(ti.position[indexed])
+        slices = ti.classed.slices([bounds(q) for q in time_filter.event]) if time_filter.event and not dense \
+            else None
         classed_cost = ti.classed.cost(slices) if slices is not None else None
         if classed_cost is not None and classed_cost < time_cost:
             best: tuple[Plan, Any] = Plan("exact", len(rows), classed_cost + rest, layout="classed"), slices
