@@ -2,7 +2,7 @@
 
 A narrow window's candidates are scattered over the time order (a row sits at its earliest interval; a
 year-long interval of a row placed years earlier overlaps the window too). Here every event interval gets
-an *entry*: the entries are grouped as :class:`~diachron.retrieval.overlaps.SortedOverlaps` groups
+an *entry*: the entries are grouped as :class:`~diachron.schemas.overlaps.SortedOverlaps` groups
 intervals (finite ones by length class ``k``, ``2**(k-1) <= end - start < 2**k``, sorted by start; open to
 the past sorted by end; open to the future sorted by start; open on both sides), and each entry holds a
 copy of its row's vector. The entries overlapping a window are then, per group, one contiguous slice (of
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diachron.retrieval.overlaps import SortedOverlaps
+from diachron.schemas.overlaps import SortedOverlaps
 from diachron.schemas import time_index as fmt
 
 __all__ = ["write_classed"]

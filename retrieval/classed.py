@@ -1,7 +1,7 @@
 """Exact top-k of a time window from the length-classed vector entries (issue 15).
 
 Reads what :mod:`diachron.ingest.classed_layout` wrote into the time index directory: one entry per event
-interval, grouped as :class:`~diachron.retrieval.overlaps.SortedOverlaps` groups intervals, each holding a
+interval, grouped as :class:`~diachron.schemas.overlaps.SortedOverlaps` groups intervals, each holding a
 copy of its row's vector. The entries overlapping ``[qs, qe)`` are per group one contiguous slice:
 
 * finite length class of width ``w = 2**k``: entries starting in ``(qs - w, qe)`` (binary searches on the

@@ -1,7 +1,7 @@
 """The time columns of a ``chunks`` snapshot in memory: which rows pass a :class:`TimeFilter` (TA-RAG §3.4).
 
 The paper keeps an interval index (NCLS) beside the vectors: the interval index gives the candidates. Ours is
-:class:`~diachron.retrieval.overlaps.SortedOverlaps` (length-classed sorted endpoints: output-sensitive
+:class:`~diachron.schemas.overlaps.SortedOverlaps` (length-classed sorted endpoints: output-sensitive
 binary searches, ≈ 3-8× faster than NCLS per query here).
 :class:`IntervalIndex` holds, per *interval* (one entry per event interval of every chunk, CSR layout:
 the intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``):
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.overlaps import SortedOverlaps
+from diachron.schemas.overlaps import SortedOverlaps
 from diachron.retrieval.tiers import bound_proximity, interval_weights, literal_mask, row_fit, state_mask, window_cover
 from diachron.schemas.time import Interval
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST
-from diachron.retrieval.overlaps import SortedOverlaps
+from diachron.schemas.overlaps import SortedOverlaps
 
 
 def _brute(starts, ends, qs, qe):
