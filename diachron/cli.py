@@ -156,6 +156,11 @@ def _run_ingest(sources: list[str], db: str, terminal: Any, *, all_sotu: bool, a
     from diachron.ingest.preflight import check_location
 
     check_location(db)  # a file or read-only --db: refused before Ray starts (the rest at run_ingest's start)
+    from diachron.ingest.stages import StageConfig, check_stage_config
+
+    stages = StageConfig(max_tokens=max_tokens, annotator=annotator, timezone=timezone,
+                         fiscal_calendar=fiscal_calendar, annotator_options={"model": model} if model else {})
+    check_stage_config(stages)  # a bad --timezone / --fiscal-calendar / --annotator: one line, before Ray starts
     if not _VERBOSE:  # Ray Data configures its own logger on import: quiet it after, not before
         import ray.data  # noqa: F401
 
@@ -163,11 +168,8 @@ def _run_ingest(sources: list[str], db: str, terminal: Any, *, all_sotu: bool, a
             logging.getLogger(name).setLevel(logging.ERROR)
     from diachron.ingest.pipeline import IngestConfig, run_ingest
     from diachron.ingest.sources import SourceLimits
-    from diachron.ingest.stages import StageConfig
     from diachron.ingest.versioning import LineageConfig
 
-    stages = StageConfig(max_tokens=max_tokens, annotator=annotator, timezone=timezone,
-                         fiscal_calendar=fiscal_calendar, annotator_options={"model": model} if model else {})
     limits = SourceLimits(**({"max_text_chars": max_text_chars} if max_text_chars else {}),
                           oversize="split" if split_large else "quarantine")
     config = IngestConfig(db_uri=db, stages=stages, sotu_years=None if all_sotu else (1920, 1940),
@@ -246,14 +248,19 @@ def annotate(
     from diachron.ingest.annotation.base import DocumentContext
     from diachron.ingest.chunking import SentenceChunker
     from diachron.ingest.embedding import resolve_embedder
-    from diachron.ingest.stages import StageConfig, build_annotator, document_times
+    from diachron.ingest.stages import StageConfig, build_annotator, check_stage_config, document_times
     from diachron.schemas.ids import chunk_id, content_sha256
 
     published = _instant(published_at, "--published-at")  # refused before the tokenizer and grammar load
+    stages = StageConfig(timezone=timezone, fiscal_calendar=fiscal_calendar)
+    try:
+        check_stage_config(stages)
+    except ValueError as exc:  # ConfigError: an unknown --timezone or a bad --fiscal-calendar, one line
+        raise _fail(str(exc)) from None
     body = typer.get_text_stream("stdin").read() if text == "-" else text
     spec = resolve_embedder(None)
     chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=spec.max_tokens)
-    annotator = build_annotator(StageConfig(timezone=timezone, fiscal_calendar=fiscal_calendar))
+    annotator = build_annotator(stages)
     doc_id = f"cli@{content_sha256(body)[:12]}"
     stage1 = annotator.annotate_document(DocumentContext(doc_id, "", body[:1500], body[-1500:], published))
     chunks = chunker.chunk(body)

@@ -29,7 +29,8 @@ from diachron.ingest.preflight import check_database
 from diachron.ingest.planning import plan_staged, planned_block, stored_versions
 from diachron.ingest.reading import INCOMING_SCHEMA, read_sources
 from diachron.ingest.sources import SOTU_DEFAULT_YEARS, SourceLimits, source_shards
-from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, stage_block
+from diachron.ingest.stages import (AnnotateStage, EmbedStage, StageConfig, ValidateStage, check_stage_config,
+                                    stage_block)
 from diachron.ingest.staging import Staging, merge_run_table
 from diachron.ingest.store import Store
 from diachron.ingest.validation import ValidationConfig
@@ -189,6 +190,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
         A :class:`RunSummary`; the same counts are in the ``runs`` row.
 
     Raises:
+        ConfigError: an unknown annotator, time zone or bad fiscal calendar in ``config.stages`` (terminal).
         SourceError: a source path is missing or of unknown format (terminal).
         EmbedderMismatchError: the store was built by another embedder (terminal).
         WorkerLostError: Ray lost a worker (transient: retry).
@@ -197,6 +199,7 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     now = clock or (lambda: datetime.now(UTC))
     emit = progress or (lambda event, info: None)
     t0, started, run_id = time.perf_counter(), now(), uuid.uuid4().hex[:16]
+    check_stage_config(config.stages)  # a bad --timezone / --fiscal-calendar / annotator: refused before Ray starts
     _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
     check_database(config.db_uri, dim=resolve_embedder(config.stages.embedder).dim,
                    storage_options=config.storage_options)  # a file, read-only or foreign --db: refused now

@@ -25,8 +25,8 @@ from diachron.schemas.ids import short_hash
 from diachron.schemas.records import INTERVAL_TYPE, intervals_to_arrow
 from diachron.schemas.time import Granularity, Interval, add_months, format_instant, period
 
-__all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA", "quarantine_id",
-           "stage_block"]
+__all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA", "check_stage_config",
+           "quarantine_id", "stage_block"]
 
 log = logging.getLogger(__name__)
 
@@ -69,28 +69,48 @@ class StageConfig:
     embed_threads: int | None = None
 
 
+def check_stage_config(config: StageConfig) -> Any:
+    """Refuse a bad annotator name, time zone or fiscal calendar before any work starts; returns the parsed
+    :class:`~diachron.temporal.tagger.FiscalCalendar`.
+
+    Raises:
+        ConfigError: unknown backend name, unknown IANA time zone or bad fiscal calendar (one line each).
+    """
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from diachron.ingest.errors import ConfigError
+    from diachron.temporal.tagger import FiscalCalendar
+
+    if config.annotator not in ("rules", "vllm"):
+        raise ConfigError(f"unknown annotator {config.annotator!r}: use 'rules' or 'vllm'")
+    try:
+        ZoneInfo(config.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"unknown time zone {config.timezone!r} for --timezone: use an IANA name such as "
+                          "'Europe/Berlin' or 'UTC'") from None
+    try:
+        return FiscalCalendar.parse(config.fiscal_calendar) if config.fiscal_calendar else FiscalCalendar()
+    except ValueError as exc:
+        raise ConfigError(f"bad fiscal calendar {config.fiscal_calendar!r} for --fiscal-calendar: {exc} (expected "
+                          "START_MONTH:end|start, e.g. '2:end')") from None
+
+
 def build_annotator(config: StageConfig) -> Any:
     """The configured annotator backend.
 
     Raises:
-        ConfigError: unknown backend name or bad fiscal calendar.
+        ConfigError: unknown backend name, time zone or bad fiscal calendar (:func:`check_stage_config`).
     """
     from diachron.ingest.annotation.rules import RuleAnnotator
-    from diachron.temporal.tagger import FiscalCalendar, TaggerConfig
-    from diachron.ingest.errors import ConfigError
+    from diachron.temporal.tagger import TaggerConfig
 
-    try:
-        fiscal = FiscalCalendar.parse(config.fiscal_calendar) if config.fiscal_calendar else FiscalCalendar()
-    except ValueError as exc:
-        raise ConfigError(f"bad fiscal calendar {config.fiscal_calendar!r}: {exc}") from exc
+    fiscal = check_stage_config(config)
     tagger = TaggerConfig(timezone=config.timezone, fiscal=fiscal, date_order=config.date_order)  # type: ignore[arg-type]
     if config.annotator == "rules":
         return RuleAnnotator(tagger=tagger)
-    if config.annotator == "vllm":
-        from diachron.ingest.annotation.llm import build_llm_annotator
+    from diachron.ingest.annotation.llm import build_llm_annotator  # "vllm" (check_stage_config refused others)
 
-        return build_llm_annotator(config.annotator_options, fallback=RuleAnnotator(tagger=tagger))
-    raise ConfigError(f"unknown annotator {config.annotator!r}: use 'rules' or 'vllm'")
+    return build_llm_annotator(config.annotator_options, fallback=RuleAnnotator(tagger=tagger))
 
 
 def chunk_time(intervals: list[Interval], published_at: datetime | None) -> tuple[list[Interval], str, str]:

@@ -147,6 +147,45 @@ def test_ingest_checks_its_sources_before_ray_starts(tmp_path):
     assert not (tmp_path / "db").exists()
 
 
+@pytest.mark.parametrize(("option", "words"), [
+    (["--timezone", "Mars/Olympus"], "error: unknown time zone 'Mars/Olympus' for --timezone"),
+    (["--fiscal-calendar", "banana"], "error: bad fiscal calendar 'banana' for --fiscal-calendar"),
+])
+def test_ingest_and_annotate_refuse_a_bad_zone_or_fiscal_calendar_before_ray_starts(tmp_path, option, words):
+    """A new user's finding: ingest accepted them, then quarantined every document (zone) or lost a Ray worker
+    (fiscal calendar). Now one line, exit 1, Ray never imported, nothing created."""
+    import subprocess
+    import sys
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("In 2005 it rained.", encoding="utf-8")
+    argv = ["diachron", "ingest", str(tmp_path / "docs"), "--db", str(tmp_path / "db"), *option]
+    script = ("import sys\nfrom diachron.cli import app\n"
+              f"sys.argv = {argv!r}\n"
+              "try:\n    app()\nexcept SystemExit as exc:\n    code = exc.code\n"
+              "print('ray imported' if 'ray' in sys.modules else 'no ray', code)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split()[-3:] == ["no", "ray", "1"], done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(words), done.stderr
+    assert not (tmp_path / "db").exists()
+    result = runner.invoke(app, ["annotate", "In 2005 it rained.", *option])
+    assert result.exit_code == 1 and result.stdout == "" and "Traceback" not in result.output
+    assert result.stderr.startswith(words) and result.stderr.count("\n") == 1
+
+
+def test_run_ingest_refuses_a_bad_zone_before_ray_starts(tmp_path):
+    from diachron.ingest.errors import ConfigError
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
+    from diachron.ingest.stages import StageConfig
+
+    (tmp_path / "a.txt").write_text("In 2005 it rained.", encoding="utf-8")
+    config = IngestConfig(db_uri=str(tmp_path / "db"), stages=StageConfig(timezone="Mars/Olympus"))
+    with pytest.raises(ConfigError, match="unknown time zone 'Mars/Olympus'"):
+        run_ingest([str(tmp_path)], config)
+    assert not (tmp_path / "db").exists()
+
+
 @pytest.mark.integration
 def test_ask_cards_show_the_question_as_asked_and_dates_as_people_write_them(stock_db):
     question = "How did Microsoft Corp. (MSFT) stock perform in February 2011?"
