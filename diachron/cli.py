@@ -411,6 +411,36 @@ def ask(
 
 
 @app.command()
+def quarantine(
+    db: DbOption = DEFAULT_DB,
+    run: Annotated[str | None, typer.Option("--run", help="Only the rows of this run id (see `ingest --json`).")] = None,
+    limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="Rows to show, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """List quarantined records, newest first: when, stage, record id and the one-line reason (the payload
+    stays in the table's ``payload_json``)."""
+    import lancedb
+
+    if "://" not in db and not Path(db).is_dir():
+        raise _fail(f"no diachron database at {db!r}: run `diachron ingest … --db {db}` first")
+    connection = lancedb.connect(db)
+    if "quarantine" not in connection.table_names():
+        raise _fail(f"{db!r} has no quarantine table: not a diachron database, or nothing was ingested yet")
+    table = connection.open_table("quarantine").to_lance().to_table(
+        columns=["recorded_at", "stage", "record_id", "reason", "run_id"])
+    rows = [r for r in table.to_pylist() if run is None or r["run_id"] == run]  # no user text in a filter string
+    rows.sort(key=lambda r: r["recorded_at"], reverse=True)
+    shown = [{**r, "recorded_at": format_instant(r["recorded_at"])} for r in rows[:limit]]
+    if as_json:
+        out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, "total": len(rows), "rows": shown}))
+        return
+    for r in shown:
+        out.print(f"{r['recorded_at']}  {r['stage']}  {r['record_id']}: {r['reason']}  (run {r['run_id']})",
+                  soft_wrap=True, markup=False, highlight=False)
+    console.print(f"{len(shown)} of {len(rows)} quarantined rows" + (f" of run {run}" if run else ""))
+
+
+@app.command()
 def intent(
     question: Annotated[str, typer.Argument(help="The question, e.g. 'What changed between mid-2007 and mid-2008?'")],
     now: Annotated[str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")] = None,

@@ -186,6 +186,34 @@ def test_run_ingest_refuses_a_bad_zone_before_ray_starts(tmp_path):
     assert not (tmp_path / "db").exists()
 
 
+def test_quarantine_lists_rows_newest_first_with_their_reasons(tmp_path):
+    import lancedb
+    import pyarrow as pa
+
+    from diachron.schemas.records import QuarantineRecord, arrow_schema
+
+    def row(n: int, run: str, stage: str, reason: str) -> dict:
+        return {"quarantine_id": f"q{n}", "run_id": run, "stage": stage, "record_id": f"doc-{n}", "reason": reason,
+                "payload_json": "{}", "recorded_at": datetime(2026, 4, n, tzinfo=UTC)}
+
+    rows = [row(1, "r1", "source", "line 3: not JSON"), row(3, "r2", "validate_interval", "end before start"),
+            row(2, "r1", "lineage", "supersedes doc-9, which is not stored")]
+    lancedb.connect(str(tmp_path / "db")).create_table(
+        "quarantine", pa.Table.from_pylist(rows, schema=arrow_schema(QuarantineRecord)))
+    result = runner.invoke(app, ["quarantine", "--db", str(tmp_path / "db")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "2026-04-03T00:00:00Z  validate_interval  doc-3: end before start  (run r2)",
+        "2026-04-02T00:00:00Z  lineage  doc-2: supersedes doc-9, which is not stored  (run r1)",
+        "2026-04-01T00:00:00Z  source  doc-1: line 3: not JSON  (run r1)"]
+    assert result.stderr.strip() == "3 of 3 quarantined rows"
+    result = runner.invoke(app, ["quarantine", "--db", str(tmp_path / "db"), "--run", "r1", "-n", "1", "--json"])
+    payload = json.loads(result.stdout)
+    assert payload["total"] == 2 and [r["record_id"] for r in payload["rows"]] == ["doc-2"]
+    missing = runner.invoke(app, ["quarantine", "--db", str(tmp_path / "nothing")])
+    assert missing.exit_code == 1 and missing.stderr.startswith("error: no diachron database at")
+
+
 @pytest.mark.integration
 def test_ask_cards_show_the_question_as_asked_and_dates_as_people_write_them(stock_db):
     question = "How did Microsoft Corp. (MSFT) stock perform in February 2011?"
