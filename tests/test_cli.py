@@ -131,18 +131,24 @@ def test_our_refusals_share_the_style_with_exit_1():
     assert "'yesterday'" in result.stderr and result.stderr.count("\n") == 1
 
 
-def test_ingest_checks_its_sources_before_ray_starts(tmp_path):
-    """A missing file fails in one line, and Ray is never imported (a subprocess, so other tests' imports don't count)."""
+def _ingest_in_a_fresh_process(argv: list[str]) -> list[str]:
+    """Run ``diachron ingest ARGV`` in a subprocess (so other tests' imports don't count); assert it exited 1
+    without importing Ray; return its non-blank stderr lines."""
     import subprocess
     import sys
 
     script = ("import sys\nfrom diachron.cli import app\n"
-              f"sys.argv = ['diachron', 'ingest', {str(tmp_path / 'missing.jsonl')!r}, '--db', {str(tmp_path / 'db')!r}]\n"
+              f"sys.argv = {['diachron', 'ingest', *argv]!r}\n"
               "try:\n    app()\nexcept SystemExit as exc:\n    code = exc.code\n"
               "print('ray imported' if 'ray' in sys.modules else 'no ray', code)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.split()[-3:] == ["no", "ray", "1"], done.stdout + done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return [line for line in done.stderr.splitlines() if line.strip()]
+
+
+def test_ingest_checks_its_sources_before_ray_starts(tmp_path):
+    """A missing file fails in one line, and Ray is never imported."""
+    lines = _ingest_in_a_fresh_process([str(tmp_path / "missing.jsonl"), "--db", str(tmp_path / "db")])
     assert len(lines) == 1 and lines[0].startswith("error: source not found:") and "missing.jsonl" in lines[0]
     assert not (tmp_path / "db").exists()
 
@@ -154,20 +160,10 @@ def test_ingest_checks_its_sources_before_ray_starts(tmp_path):
 def test_ingest_and_annotate_refuse_a_bad_zone_or_fiscal_calendar_before_ray_starts(tmp_path, option, words):
     """A new user's finding: ingest accepted them, then quarantined every document (zone) or lost a Ray worker
     (fiscal calendar). Now one line, exit 1, Ray never imported, nothing created."""
-    import subprocess
-    import sys
-
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("In 2005 it rained.", encoding="utf-8")
-    argv = ["diachron", "ingest", str(tmp_path / "docs"), "--db", str(tmp_path / "db"), *option]
-    script = ("import sys\nfrom diachron.cli import app\n"
-              f"sys.argv = {argv!r}\n"
-              "try:\n    app()\nexcept SystemExit as exc:\n    code = exc.code\n"
-              "print('ray imported' if 'ray' in sys.modules else 'no ray', code)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.stdout.split()[-3:] == ["no", "ray", "1"], done.stdout + done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(words), done.stderr
+    lines = _ingest_in_a_fresh_process([str(tmp_path / "docs"), "--db", str(tmp_path / "db"), *option])
+    assert len(lines) == 1 and lines[0].startswith(words), lines
     assert not (tmp_path / "db").exists()
     result = runner.invoke(app, ["annotate", "In 2005 it rained.", *option])
     assert result.exit_code == 1 and result.stdout == "" and "Traceback" not in result.output
