@@ -7,9 +7,10 @@ rows (the window search tree of Engels et al., ICML 2024). Each node of at least
 its own IVF partition (spherical k-means over the node's rows, ⌈√rows⌉ lists); its ``nprobe`` is the
 smallest that reached ``target_recall`` recall@10 against exact search on sample queries at build time,
 and that measured recall is written down for the reader's planner. Vectors are stored in time order
-(the lists hold time positions, so every score the reader computes is exact) and once more per event
-interval in length-classed order (:mod:`diachron.ingest.classed_layout`: a narrow window's candidates are
-then contiguous), rewritten whole at every build.
+(the lists hold time positions, so every score the reader computes is exact), as int8 codes in the same
+order (the reader's certified first pass, :mod:`diachron.retrieval.quantized`) and once more as int8 codes
+per event interval in length-classed order (:mod:`diachron.ingest.classed_layout`: a narrow window's
+candidates are then contiguous); the int8 copies are rewritten whole at every build.
 
 Incremental: when rows were only appended since the last build, old rows keep their positions, new rows
 are sorted and appended as new segments, and only the nodes that contain a new position are rebuilt
@@ -143,6 +144,22 @@ def _calibrate(vectors: np.ndarray, node: tuple[int, int], ivf: tuple[np.ndarray
     return nlist, 1.0
 
 
+def _write_int8(directory: Path, vectors: np.ndarray, piece: int = 65_536) -> np.ndarray:
+    """Write the int8 codes of the time-ordered ``vectors`` and their per-dimension scale
+    (:func:`~diachron.schemas.time_index.quantize`); returns the codes (memory-mapped)."""
+    max_abs = np.zeros(vectors.shape[1], dtype=np.float32)
+    for lo in range(0, len(vectors), piece):
+        np.maximum(max_abs, np.abs(vectors[lo:lo + piece]).max(axis=0), out=max_abs)
+    scale = fmt.int8_scale(max_abs)
+    np.save(directory / fmt.INT8_SCALE_FILE, scale)
+    codes = np.lib.format.open_memmap(directory / fmt.VECTORS_INT8_FILE, mode="w+", dtype=np.int8,
+                                      shape=vectors.shape)
+    for lo in range(0, len(vectors), piece):
+        codes[lo:lo + piece] = fmt.quantize(vectors[lo:lo + piece], scale)
+    codes.flush()
+    return codes
+
+
 def _read_manifest(directory: Path) -> dict[str, Any] | None:
     try:
         manifest = json.loads((directory / fmt.MANIFEST).read_text())
@@ -192,7 +209,8 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
         vectors[position[offset:offset + len(block)]] = block.values.to_numpy().reshape(len(block), dim)
         offset += len(block)
     np.save(tmp / fmt.ORDER_FILE, order)
-    entries = write_classed(tmp, *_flat_intervals(data)[:3], vectors, position)  # rewritten whole each build
+    codes = _write_int8(tmp, vectors)  # rewritten whole each build (a quarter of the vectors' bytes)
+    entries = write_classed(tmp, *_flat_intervals(data)[:3], codes, position)  # rewritten whole each build
     tree_rows = n if reuse else int(times["known"].sum())  # a full build leaves unknown-time rows out of the tree
     level, lo, hi = fmt.tree_nodes(tree_rows, segment_rows)
     in_tree = order[:max(tree_rows, 1)]

@@ -1,8 +1,8 @@
-"""Exact top-k of a time window from the length-classed vector entries (issue 15).
+"""Exact top-k of a time window from the length-classed entries (issue 15).
 
 Reads what :mod:`diachron.ingest.classed_layout` wrote into the time index directory: one entry per event
 interval, grouped as :class:`~diachron.schemas.overlaps.SortedOverlaps` groups intervals, each holding a
-copy of its row's vector. The entries overlapping ``[qs, qe)`` are per group one contiguous slice:
+copy of its row's int8 codes. The entries overlapping ``[qs, qe)`` are per group one contiguous slice:
 
 * finite length class of width ``w = 2**k``: entries starting in ``(qs - w, qe)`` (binary searches on the
   sorted starts), of which those ending after ``qs`` overlap;
@@ -10,10 +10,11 @@ copy of its row's vector. The entries overlapping ``[qs, qe)`` are per group one
 * open to the future (sorted by start): the prefix starting before ``qe``;
 * open on both sides: all.
 
-Each slice is scored with one matrix-vector product over contiguous memory; a row with several
-overlapping intervals is scored once per entry (equal scores) and returned once. Every score is an exact
-cosine (vectors unit norm): this is an exact path, not an approximate one. Everything is memory-mapped;
-only the group table is held in memory.
+Each slice is estimated with one int8 matrix-vector product over contiguous memory
+(:mod:`diachron.retrieval.quantized`); the shortlist is re-scored exactly from the time-ordered float32
+vectors until the top-k is certified, so every returned score is an exact cosine (vectors unit norm):
+this is an exact path, not an approximate one. A row with several overlapping intervals is returned once.
+Everything is memory-mapped; only the group table is held in memory.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from diachron.retrieval.quantized import Int8Query, certified_top, estimate, estimate_bound
 from diachron.schemas import time_index as fmt
 
 __all__ = ["ClassedEntries"]
@@ -41,8 +43,8 @@ class ClassedEntries:
         self.start = np.load(directory / fmt.CLASSED_START_FILE, mmap_mode="r")
         self.end = np.load(directory / fmt.CLASSED_END_FILE, mmap_mode="r")
         self.row = np.load(directory / fmt.CLASSED_ROW_FILE, mmap_mode="r")
-        self.vectors = np.load(directory / fmt.CLASSED_VECTORS_FILE, mmap_mode="r")
-        if not len(self.row) == len(self.start) == len(self.end) == len(self.vectors):
+        self.codes = np.load(directory / fmt.CLASSED_CODES_FILE, mmap_mode="c")  # copy-on-write: never written
+        if not len(self.row) == len(self.start) == len(self.end) == len(self.codes):
             raise ValueError("classed entry files disagree in length")
 
     @property
@@ -78,37 +80,24 @@ class ClassedEntries:
         """Entries the slices score."""
         return sum(b - a for a, b, _ in slices)
 
-    def top(self, slices: list[tuple[int, int, int]], query: np.ndarray, depth: int,
-            keep: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, slices: list[tuple[int, int, int]], query: Int8Query, exact: Callable[[np.ndarray], np.ndarray],
+            depth: int, keep: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(row offsets int64, cosine float32)`` of the ``depth`` best distinct rows over ``slices``,
-        best first, exact. ``keep`` (row offsets → bool mask) drops rows failing other filter clauses."""
-        rows, scores = [], []
+        best first, exact: int8 estimates, then ``exact`` (row offsets → float32 cosine) on a certified
+        shortlist. ``keep`` (row offsets → bool mask) drops rows failing other filter clauses."""
+        rows, est = [], []
         for a, b, check in slices:
-            s = self.vectors[a:b] @ query
+            e = estimate(self.codes[a:b], query)
             r = self.row[a:b]
             if check != fmt.OPEN_PAST:
                 hit = self.end[a:b] > check
-                s, r = s[hit], r[hit]
+                e, r = e[hit], r[hit]
             rows.append(r)
-            scores.append(s)
+            est.append(e)
         if not rows:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        r, s = np.concatenate(rows).astype(np.int64), np.concatenate(scores)
+        r, e = np.concatenate(rows).astype(np.int64), np.concatenate(est)
         if keep is not None:
             ok = keep(r)
-            r, s = r[ok], s[ok]
-        return _distinct_top(r, s, depth)
-
-
-def _distinct_top(rows: np.ndarray, scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``depth`` best distinct rows (a row repeats with equal scores), best first."""
-    m = min(len(rows), 4 * depth)
-    while True:
-        pick = np.argpartition(-scores, m - 1)[:m] if m < len(rows) else np.arange(len(rows))
-        pick = pick[np.argsort(-scores[pick], kind="stable")]
-        _, first = np.unique(rows[pick], return_index=True)
-        pick = pick[np.sort(first)]
-        if len(pick) >= depth or m >= len(rows):
-            pick = pick[:depth]
-            return rows[pick], scores[pick].astype(np.float32)
-        m = min(len(rows), 4 * m)
+            r, e = r[ok], e[ok]
+        return certified_top(r, e, exact, depth, bound=estimate_bound(query), distinct=True)

@@ -5,8 +5,9 @@
 large node's IVF partition and the length-classed entries (:attr:`TimePartitionedIndex.classed`,
 :mod:`diachron.retrieval.classed`). For a filter it
 
-* scores any set of candidate rows **exactly** from the time-ordered vectors (long contiguous runs as
-  slices, no copy), and
+* scores any set of candidate rows **exactly**: an int8 first pass over their hull or their long runs of
+  consecutive positions (:mod:`diachron.retrieval.quantized`), the certified shortlist re-scored from the
+  float32 vectors, scattered rows gathered and scored from the float32 vectors directly, and
 * **covers** the candidates with tree nodes whose rows all pass the filter (at most two per level), plus
   boundary rows that are scored exactly; a covering node with an IVF partition is searched by probing its
   calibrated ``nprobe`` lists (the scores are exact; only rows in unprobed lists can be missed), a small
@@ -29,14 +30,18 @@ import numpy as np
 from diachron.retrieval.classed import ClassedEntries
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import SPARSE_HITS, bounds
+from diachron.retrieval.quantized import (Int8Query, certified_top, estimate, estimate_bound, first_pass_cost, prepare,
+                                          upper_bounds)
 from diachron.schemas import time_index as fmt
 
-__all__ = ["Cover", "TimePartitionedIndex"]
+__all__ = ["GATHER_COST", "Cover", "TimePartitionedIndex", "time_order_cost"]
 
 log = logging.getLogger(__name__)
 
-RUN_MIN = 256  # runs of at least this many consecutive positions are scored as slices
-SCAN_SHARE = 0.5  # above this share of their hull, score the hull in one pass and keep the positions
+RUN_MIN = 256  # runs of at least this many consecutive positions get the int8 pass as slices
+SCAN_SHARE = 0.5  # candidates above this share of all rows: their hull is at most twice their number
+#: cost of scoring a gathered (scattered) float32 vector row, in rows read contiguously (measured at 1M, 384 dims)
+GATHER_COST = 3.0
 
 
 @dataclass(slots=True)
@@ -64,6 +69,8 @@ class TimePartitionedIndex:
         self.position = np.empty(self.num_rows, dtype=np.int32)  # offset -> position
         self.position[self.order] = np.arange(self.num_rows, dtype=np.int32)
         self.vectors = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")
+        self.codes = np.load(directory / fmt.VECTORS_INT8_FILE, mmap_mode="c")  # copy-on-write: never written
+        self.scale = np.load(directory / fmt.INT8_SCALE_FILE)
         with np.load(directory / fmt.NODES_FILE) as nodes:
             self.nodes = {k: nodes[k] for k in nodes.files}
         with np.load(directory / fmt.ANN_FILE) as ann:
@@ -170,56 +177,82 @@ class TimePartitionedIndex:
         a, b = self.node_lists[node], self.node_lists[node + 1]
         return None if a == b else np.arange(a, b)
 
-    def exact(self, positions: np.ndarray, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact; runs scored as slices.
+    def prepare(self, query: np.ndarray) -> Int8Query:
+        """``query`` (float32 ``(dim,)``, unit norm) prepared for the int8 pass over this index's codes."""
+        return prepare(query, self.scale)
 
-        When the positions are more than :data:`SCAN_SHARE` of their hull (first to last position), one pass
-        over the hull (a single matrix-vector product over contiguous memory) is cheaper than gathering them:
-        scored that way (rows are in time order, so a window's candidates cluster).
+    def exact_scores(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Exact cosine float32 of ``positions`` (any order) from the float32 vectors, read in time order."""
+        order = np.argsort(positions, kind="stable")
+        out = np.empty(len(positions), dtype=np.float32)
+        out[order] = np.asarray(self.vectors[positions[order]]) @ query
+        return out
+
+    def exact(self, positions: np.ndarray, query: np.ndarray, depth: int, prepared: Int8Query | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact (certified int8 pass).
+
+        When an int8 pass over their hull (first to last position: one contiguous read) costs less than
+        gathering them (:func:`time_order_cost`), the hull is estimated; else their long runs are, and the
+        scattered rest is scored from the float32 vectors directly. The certified shortlist is re-scored
+        exactly (:func:`~diachron.retrieval.quantized.certified_top`).
         """
         if not len(positions):
             return positions, np.empty(0, dtype=np.float32)
+        prepared = self.prepare(query) if prepared is None else prepared
         first, last = int(positions[0]), int(positions[-1])
-        if len(positions) > SCAN_SHARE * (last - first + 1):
-            return _top(positions, (self.vectors[first:last + 1] @ query)[positions - first], depth)
+        rescore = lambda pos: self.exact_scores(pos, query)  # noqa: E731
+        if first_pass_cost() * (last - first + 1) < GATHER_COST * len(positions):
+            est = estimate(self.codes[first:last + 1], prepared)[positions - first]
+            return certified_top(positions, est, rescore, depth, bound=estimate_bound(prepared))
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
         run_lo = np.concatenate([[0], breaks])
         run_hi = np.concatenate([breaks, [len(positions)]])
         lengths = run_hi - run_lo
         long = lengths >= RUN_MIN
-        parts_pos, parts_score = [], []
+        parts_pos, parts_upper = [], []
         for a, b in zip(run_lo[long], run_hi[long], strict=True):
             p0 = int(positions[a])
             parts_pos.append(positions[a:b])
-            parts_score.append(self.vectors[p0:p0 + (b - a)] @ query)
+            parts_upper.append(upper_bounds(estimate(self.codes[p0:p0 + (b - a)], prepared), prepared))
         if (~long).any():
             short = positions[~np.repeat(long, lengths)]  # every position outside the long runs, in order
             parts_pos.append(short)
-            parts_score.append(self.vectors[short] @ query)
-        return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
+            parts_upper.append(self.exact_scores(short, query).astype(np.float64))  # exact: its own bound
+        return certified_top(np.concatenate(parts_pos), np.concatenate(parts_upper), rescore, depth)
 
     def approximate(self, cover: Cover, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine)`` of the best ``depth`` over the cover: IVF probes in large inside nodes,
         exact scans of small ones and of the boundary rows. Every position returned passes the filter."""
         parts_pos, parts_score = [], []
         lo, hi, level = self.nodes["lo"], self.nodes["hi"], self.nodes["level"]
+        prepared = self.prepare(query)
         for node in cover.nodes:
             lists = self._probes(node)
             if lists is None:
-                pos, score = self.exact(np.arange(lo[node], hi[node]), query, depth)
+                pos, score = self.exact(np.arange(lo[node], hi[node]), query, depth, prepared)
             else:
                 nprobe = min(int(self.levels[int(level[node])]["nprobe"]), len(lists))
                 scores = np.asarray(self.centroids[lists[0]:lists[-1] + 1]) @ query
                 chosen = lists[np.argpartition(-scores, nprobe - 1)[:nprobe]] if nprobe < len(lists) else lists
                 pos = np.sort(np.concatenate([self.members[self.list_start[j]:self.list_start[j + 1]]
                                               for j in chosen])).astype(np.int64)
-                pos, score = self.exact(pos, query, depth)
+                pos, score = self.exact(pos, query, depth, prepared)
             parts_pos.append(pos)
             parts_score.append(score)
-        pos, score = self.exact(cover.boundary, query, depth)
+        pos, score = self.exact(cover.boundary, query, depth, prepared)
         parts_pos.append(pos)
         parts_score.append(score)
         return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
+
+
+def time_order_cost(positions: np.ndarray) -> float:
+    """Cost of :meth:`TimePartitionedIndex.exact` over time ``positions`` (any order), in float32 rows read
+    contiguously: the int8 pass over their hull, or gathering them, whichever is less."""
+    if not len(positions):
+        return 0.0
+    hull = int(positions.max()) - int(positions.min()) + 1
+    return min(first_pass_cost() * hull, GATHER_COST * len(positions))
 
 
 def _top(positions: np.ndarray, scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:

@@ -6,10 +6,13 @@ interval overlaps a query interval, half-open; valid time; transaction time ``as
 filter is built for search.
 
 **Plan** (:meth:`Searcher.plan`, issue 15). With the time-partitioned index that ``optimize`` builds
-(:mod:`diachron.retrieval.partitioned`), candidates are scored exactly from its time-ordered,
-memory-mapped vectors; without it, vectors are read from LanceDB with ``take`` in pieces of
-``piece_rows``. When the candidates are many (``> EXACT_MAX_ROWS``) and the index's tree covers them
-with at most half the scoring work at an expected recall@10 of at least ``MIN_RECALL`` (measured at
+(:mod:`diachron.retrieval.partitioned`), candidates are scored exactly: an int8 first pass over contiguous
+codes (the length-classed entries of a narrow window, or the hull of a wide window's rows in time order)
+whose shortlist is re-scored from the float32 vectors until the top-k is certified
+(:mod:`diachron.retrieval.quantized`), or scattered rows gathered from the float32 vectors; the planner
+takes the layout that reads least. Without the index, vectors are read from LanceDB with ``take`` in pieces
+of ``piece_rows``. When the candidates are many (``> EXACT_MAX_ROWS``) and the index's tree covers them
+at less cost than the exact layouts, at an expected recall@10 of at least ``MIN_RECALL`` (measured at
 build time), the approximate path runs: IVF probes inside tree nodes whose rows all pass the filter,
 boundary rows exact. Either way every score is an exact cosine (inner product of unit vectors) and every
 hit passes the filter; the plan (path, candidates, rows scored, expected recall) rides on the result.
@@ -51,7 +54,8 @@ import numpy as np
 
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import IntervalIndex, bounds
-from diachron.retrieval.partitioned import SCAN_SHARE, TimePartitionedIndex
+from diachron.retrieval.partitioned import GATHER_COST, SCAN_SHARE, TimePartitionedIndex, time_order_cost
+from diachron.retrieval.quantized import first_pass_cost
 from diachron.schemas.time_index import MANIFEST, index_dir
 
 __all__ = ["COLUMNS", "CONTEXT_WEIGHT", "LEXICAL_WEIGHT", "Hit", "Hits", "Plan", "Searcher", "document_context",
@@ -64,8 +68,6 @@ COLUMNS = ["chunk_id", "doc_id", "series_id", "seq", "text", "published_at", "in
 PIECE_ROWS = 1024
 EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
-#: cost of scoring a gathered (scattered) vector row, in rows read contiguously (measured at 1M, 384 dims)
-GATHER_COST = 3.0
 MIN_RECALL = 0.95
 MEMO_FILTERS = 8
 #: default weight of a chunk's document context in the time-filtered re-ranking (module docstring).
@@ -247,9 +249,11 @@ class Searcher:
         the tree :class:`~diachron.retrieval.partitioned.Cover` (approximate), the classed entry slices
         (exact, ``layout == "classed"``) or ``None`` (exact over the rows).
 
-        Costs are counted in rows read contiguously; a gathered row costs :data:`GATHER_COST`. The exact
-        layouts: the time-ordered vectors (the candidates' hull in one pass when they fill more than half
-        of it, else gathered), or the length-classed entries of an event filter (their slices).
+        Costs are counted in float32 rows read contiguously; a gathered row costs
+        :data:`~diachron.retrieval.partitioned.GATHER_COST`, an int8 estimate
+        :func:`~diachron.retrieval.quantized.first_pass_cost`. The exact layouts: the time-ordered vectors (an int8
+        pass over the candidates' hull, or gathered: :func:`~diachron.retrieval.partitioned.time_order_cost`),
+        or the length-classed entries of an event filter (an int8 pass over their slices).
         """
         rows = self.candidates(time_filter) if rows is None else rows
         ti = self.time_index
@@ -258,12 +262,13 @@ class Searcher:
         indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
         rest = len(rows) - len(indexed)
         dense = len(indexed) > SCAN_SHARE * ti.num_rows  # the hull is at most twice the candidates: no costing
-        time_cost = float(ti.num_rows) if dense else _time_order_cost(ti.position[indexed])
+        time_cost = first_pass_cost() * ti.num_rows if dense else time_order_cost(ti.position[indexed])
         slices = ti.classed.slices([bounds(q) for q in time_filter.event]) if time_filter.event and not dense \
             else None
-        classed_cost = ti.classed.cost(slices) if slices is not None else None
+        entries = ti.classed.cost(slices) if slices is not None else None
+        classed_cost = first_pass_cost() * entries if entries is not None else None
         if classed_cost is not None and classed_cost < time_cost:
-            best: tuple[Plan, Any] = Plan("exact", len(rows), classed_cost + rest, layout="classed"), slices
+            best: tuple[Plan, Any] = Plan("exact", len(rows), entries + rest, layout="classed"), slices
         else:
             best = Plan("exact", len(rows), len(rows), layout="time"), None
         if not self.approximate or len(rows) <= EXACT_MAX_ROWS or not ti.has_ivf:
@@ -296,7 +301,8 @@ class Searcher:
         keep = None
         if time_filter.valid or time_filter.as_of is not None:  # the entries pass the event clause only
             keep = lambda r: _member(rows, r)  # noqa: E731
-        offsets, scores = ti.classed.top(detail, query, k, keep)
+        offsets, scores = ti.classed.top(detail, ti.prepare(query), lambda r: ti.exact_scores(ti.position[r], query),
+                                         k, keep)
         if time_filter.admit_unknown:  # rows of unknown time have no entries: scored from the time order
             first = self.index.first_interval
             rest = rows[(rows >= ti.num_rows) | (first[rows + 1] == first[rows])]
@@ -395,15 +401,6 @@ class Searcher:
                                          for q in time_filter.valid):
             return "version not valid in the window"
         return "recorded after as_of"
-
-
-def _time_order_cost(positions: np.ndarray) -> float:
-    """Cost of scoring time ``positions`` (unsorted) exactly, as ``TimePartitionedIndex.exact`` does: the
-    hull in one pass when they fill more than half of it, else gathered."""
-    if not len(positions):
-        return 0.0
-    hull = int(positions.max()) - int(positions.min()) + 1
-    return float(hull) if len(positions) > SCAN_SHARE * hull else GATHER_COST * len(positions)
 
 
 def _member(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:

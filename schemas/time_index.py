@@ -9,6 +9,8 @@ version:
   ``probe_ids`` (a few ``chunk_id`` values with their offsets, to check the rows still line up);
 * ``order.npy`` — int32 ``(num_rows,)``: time position → row offset (rows by hull start, unknown time last);
 * ``vectors.npy`` — float32 ``(num_rows, dim)`` in time order (memory-mapped by the reader);
+* ``vectors_int8.npy`` — the same rows as int8 codes (:func:`quantize`, scale ``int8_scale.npy`` float32
+  ``(dim,)``: per dimension the largest absolute value over the rows ÷ 127), the reader's first pass;
 * ``nodes.npz`` — the tree (:func:`tree_nodes`) and per-node statistics (:data:`NODE_STATS`);
 * ``ann.npz`` — per ANN node an IVF partition of its rows: ``node_lists`` int64 ``(nodes + 1,)`` (lists
   of node ``i`` are ``node_lists[i]:node_lists[i + 1]``) and ``list_start`` int64 ``(lists + 1,)``;
@@ -17,8 +19,8 @@ version:
 * the classed entries (:mod:`diachron.ingest.classed_layout`): ``classed_segments.npy`` int64 ``(groups, 3)``
   = ``(width, first entry, entries)`` per group (``width`` = ``2**k`` for the finite length class ``k``,
   else :data:`GROUP_PAST` / :data:`GROUP_FUTURE` / :data:`GROUP_ALWAYS`); per entry ``classed_start.npy`` /
-  ``classed_end.npy`` int64, ``classed_row.npy`` int32 (row offset) and ``classed_vectors.npy`` float32
-  ``(entries, dim)`` (a copy of the row's vector), all memory-mapped by the reader.
+  ``classed_end.npy`` int64, ``classed_row.npy`` int32 (row offset) and ``classed_int8.npy`` int8
+  ``(entries, dim)`` (a copy of the row's int8 codes), all memory-mapped by the reader.
 
 Time values are int64 µs since the epoch (UTC), open sides as ``±2**61``; intervals are half-open.
 """
@@ -30,15 +32,17 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["ANN_FILE", "CENTROIDS_FILE", "CLASSED_END_FILE", "CLASSED_ROW_FILE", "CLASSED_SEGMENTS_FILE",
-           "CLASSED_START_FILE", "CLASSED_VECTORS_FILE", "GROUP_ALWAYS", "GROUP_FUTURE", "GROUP_PAST", "OPEN_FUTURE",
+           "CLASSED_START_FILE", "CLASSED_CODES_FILE", "INT8_SCALE_FILE", "VECTORS_INT8_FILE", "int8_scale", "quantize", "GROUP_ALWAYS", "GROUP_FUTURE", "GROUP_PAST", "OPEN_FUTURE",
            "OPEN_PAST", "MEMBERS_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
            "VECTORS_FILE", "tree_nodes"]
 
-FORMAT = "diachron-time-index/3"
+FORMAT = "diachron-time-index/4"
 DIR_SUFFIX = ".time_index"
 MANIFEST = "manifest.json"
 ORDER_FILE = "order.npy"
 VECTORS_FILE = "vectors.npy"
+VECTORS_INT8_FILE = "vectors_int8.npy"
+INT8_SCALE_FILE = "int8_scale.npy"
 NODES_FILE = "nodes.npz"
 ANN_FILE = "ann.npz"
 CENTROIDS_FILE = "centroids.npy"
@@ -47,7 +51,7 @@ CLASSED_SEGMENTS_FILE = "classed_segments.npy"
 CLASSED_START_FILE = "classed_start.npy"
 CLASSED_END_FILE = "classed_end.npy"
 CLASSED_ROW_FILE = "classed_row.npy"
-CLASSED_VECTORS_FILE = "classed_vectors.npy"
+CLASSED_CODES_FILE = "classed_int8.npy"
 OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
 #: ``width`` of the classed groups that are no finite length class: open to the past (sorted by end), open
 #: to the future (sorted by start), open on both sides
@@ -93,3 +97,20 @@ def tree_nodes(num_rows: int, segment_rows: int) -> tuple[np.ndarray, np.ndarray
             break
         level, width = level + 1, width * 2
     return np.concatenate(levels), np.concatenate(los), np.concatenate(his)
+
+
+def int8_scale(max_abs: np.ndarray) -> np.ndarray:
+    """Per-dimension scale float32 ``(dim,)`` from the largest absolute value per dimension: ``max_abs / 127``
+    (a dimension that is zero everywhere gets scale 1)."""
+    scale = np.asarray(max_abs, dtype=np.float64) / 127.0
+    return np.where(scale > 0, scale, 1.0).astype(np.float32)
+
+
+def quantize(block: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Int8 codes of float rows ``(rows, dim)``: ``round(x / scale)`` clipped to ``[-127, 127]``.
+
+    For every ``|x| <= 127 * scale`` the reconstruction error ``|x - scale * code|`` is at most ``scale / 2``
+    (+ float32 rounding); the reader's certified first pass (:mod:`diachron.retrieval.quantized`) relies on it.
+    """
+    codes = np.rint(np.asarray(block, dtype=np.float64) / scale.astype(np.float64))
+    return np.clip(codes, -127, 127).astype(np.int8)

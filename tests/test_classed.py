@@ -22,7 +22,9 @@ from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.search import Searcher
 from diachron.schemas.records import intervals_from_arrow
 from diachron.schemas.time import Interval
-from diachron.schemas.time_index import OPEN_FUTURE, OPEN_PAST, index_dir
+from diachron.retrieval.partitioned import GATHER_COST
+from diachron.retrieval.quantized import first_pass_cost, prepare
+from diachron.schemas.time_index import OPEN_FUTURE, OPEN_PAST, index_dir, int8_scale, quantize
 
 K = 10
 DAY = 86_400 * 1_000_000
@@ -50,7 +52,8 @@ def test_classed_top_equals_brute_force_on_every_kind_of_interval(tmp_path):
     position = rng.permutation(n_rows)  # the time-ordered copy's order: any permutation
     ordered = np.empty_like(vectors)
     ordered[position] = vectors
-    assert write_classed(tmp_path, starts, ends, rows, ordered, position) == n
+    scale = int8_scale(np.abs(vectors).max(axis=0))
+    assert write_classed(tmp_path, starts, ends, rows, quantize(ordered, scale), position) == n
     entries = ClassedEntries(tmp_path)
     assert sorted(entries.row.tolist()) == rows.tolist()
     for _ in range(300):
@@ -58,7 +61,7 @@ def test_classed_top_equals_brute_force_on_every_kind_of_interval(tmp_path):
         qe = qs + int(rng.choice([1, 2, 5, 100, 3000, 20_000]))
         query = rng.standard_normal(16).astype(np.float32)
         slices = entries.slices([(qs, qe)])
-        got_rows, got_scores = entries.top(slices, query, K)
+        got_rows, got_scores = entries.top(slices, prepare(query, scale), lambda r: vectors[r] @ query, K)
         want_rows, want_scores = _brute(starts, ends, rows, vectors, query, qs, qe, K)
         assert got_rows.tolist() == want_rows.tolist()
         assert np.allclose(got_scores, want_scores, atol=1e-5)
@@ -105,7 +108,9 @@ def test_planner_reads_a_narrow_window_from_the_classed_entries_exactly(table):
         positions = ti.position[candidates]
         hull = int(positions.max() - positions.min() + 1)
         assert plan.layout == "classed" and plan.path == "exact" and plan.expected_recall == 1.0
-        assert plan.scored_rows == ti.classed.cost(slices) < min(hull, 3 * len(candidates))
+        assert plan.scored_rows == ti.classed.cost(slices)
+        cost = first_pass_cost()
+        assert cost * plan.scored_rows < min(cost * hull, GATHER_COST * len(candidates))
         vector = vectors[rng.integers(len(rows))]
         offsets, scores, _ = searcher.top_k_planned(vector, tf, k=K)
         truth = _truth(rows, vectors, window, vector)

@@ -1,8 +1,11 @@
 """The planner and the time-partitioned index: which path runs, and what the approximate path returns.
 
 Small generated tables (8k rows, segments of 256, IVF on nodes of >= 1024 rows) so that the tree has
-several ANN levels; the planner's "many candidates" threshold is lowered to match. Ground truth is worked
-out independently: ``Interval.overlaps`` on each row's intervals and a full NumPy inner product.
+several ANN levels; the planner's "many candidates" threshold is lowered to match. At this size the exact
+int8 pass over a wide window costs less than the tree's probes, so the tests of the approximate path run
+with the NumPy first pass (no torch kernel: an int8 estimate then costs more than a float32 row), where
+the planner must pick the tree. Ground truth is worked out independently: ``Interval.overlaps`` on each
+row's intervals and a full NumPy inner product.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pytest
 
 from bench.speed.generate import generate
 from diachron.ingest.time_index import build_time_index
+from diachron.retrieval import quantized
 from diachron.retrieval import search as search_module
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.partitioned import TimePartitionedIndex
@@ -78,7 +82,30 @@ def few_is_small(monkeypatch):
     monkeypatch.setattr(search_module, "EXACT_MAX_ROWS", 500)
 
 
-def test_planner_exact_when_few_approximate_when_many_and_cheap(tables):
+@pytest.fixture
+def numpy_first_pass(monkeypatch):
+    monkeypatch.setattr(quantized, "_OP", None)
+
+
+def test_with_the_int8_kernel_a_wide_window_is_exact_and_cheaper_than_the_tree(tables):
+    if quantized._op() is None:
+        pytest.skip("torch's int8 kernel is not available in this build")
+    table, rows, vectors, _ = tables["clustered"]
+    searcher = Searcher(table, temporal_weight=0.0)
+    tf = TimeFilter(event=(WIDE,))
+    plan, _ = searcher.plan(tf)
+    ti = searcher.time_index
+    cover = ti.cover(searcher._positions(searcher.candidates(tf)), tf)
+    assert plan.path == "exact" and plan.layout == "time" and plan.expected_recall == 1.0
+    assert quantized.INT8_COST * ti.num_rows < 3.0 * cover.scored_rows  # why: the int8 pass reads less
+    for vector in _queries(rows, 4, seed=9):
+        offsets, scores, _ = searcher.top_k_planned(vector, tf, k=K)
+        _, truth = _truth(rows, vectors, WIDE, vector)
+        assert offsets.tolist() == truth
+        assert np.allclose(scores, vectors[truth] @ vector, atol=1e-5)
+
+
+def test_planner_exact_when_few_approximate_when_many_and_cheap(tables, numpy_first_pass):
     table, _, _, manifest = tables["clustered"]
     searcher = Searcher(table, temporal_weight=0.0)
     assert searcher.time_index is not None
@@ -97,7 +124,7 @@ def test_planner_exact_when_few_approximate_when_many_and_cheap(tables):
     assert plan.path == "exact" and plan.candidates > 500
 
 
-def test_approximate_results_lie_in_the_window_with_measured_recall(tables):
+def test_approximate_results_lie_in_the_window_with_measured_recall(tables, numpy_first_pass):
     table, rows, vectors, _ = tables["clustered"]
     searcher = Searcher(table, temporal_weight=0.0)
     recalls = []

@@ -7,8 +7,8 @@ tables to ``bench/speed/LATEST.md``. The run ends with one JSON line per tier:
 ``{"tier", "worst_p50_over_best_baseline", "min_recall_at_10", "load_average"}`` (the ``client`` path,
 over both vector kinds and every window).
 
-Paths, timed on the same queries in the same run, interleaved (all paths per query, rotating order) so
-that load on the shared machine falls on every path alike:
+Paths, timed on the same queries in the same run, interleaved (all paths per query, in a shuffled order) so
+that load on the shared machine, and whatever the previous path left behind, falls on every path alike:
 
 * ``numpy`` — NumPy masked scan of all rows, vectors in memory (baseline).
 * ``paper`` — NCLS candidates + NumPy exact inner product, vectors in memory (TA-RAG's design; baseline).
@@ -19,7 +19,14 @@ that load on the shared machine falls on every path alike:
 * ``exact`` — the same searcher with the planner held to exact scoring (time-ordered vectors).
 
 Ranking by similarity only (``temporal_weight=0``), so every path has one exact answer; recall@10 is
-measured against the NumPy scan. "Cold" = the first query after opening (a new connection and a freshly
+measured against the NumPy scan. Before each timed call the bench waits :data:`PAUSE_S` and reads a
+buffer larger than the CPU's last-level cache (untimed): a thread pool that just ran (OpenBLAS's spins
+≈ 2**28 cycles after a call, torch's OpenMP pool too) would otherwise take the cores from the next path,
+and one path would find another's rows in cache — neither happens between a service's queries. Before
+each window the time index's files are read once (:func:`_warm`): the baselines hold their vectors in
+memory, and this machine reclaims idle file pages within seconds even with most of its memory free
+(seen with ``fincore``: 3% of a just-read 500 MB file gone after 20 s idle, 17 GB free), so without it the
+first path to touch a slice would pay the disk read. "Cold" = the first query after opening (a new connection and a freshly
 built in-memory interval index), with the OS page cache as it is (it cannot be dropped without root).
 """
 
@@ -56,6 +63,8 @@ CACHE_FORMAT = "v3"  # the generated tables; the time index is rebuilt when its 
 K = 10
 PATHS = ("numpy", "paper", "client", "client+rows", "exact")
 GENERATE_ROWS = 500_000  # rows generated and written per piece (bounded memory at 10m)
+PAUSE_S = 0.15  # idle time before each timed call (module docstring)
+_EVICT = np.ones(64 << 20, dtype=np.uint8)  # 64 MiB > the last-level cache (32 MiB here)
 
 
 def _dir_bytes(path: Path) -> int:
@@ -118,11 +127,24 @@ def _write_table(n: int, kind: str, root: Path, seed: int) -> dict[str, Any]:
     return stats
 
 
+def _warm(directory: Path, piece: int = 64 << 20) -> float:
+    """Read every file of ``directory`` once (into the page cache); returns the seconds it took."""
+    t0 = time.perf_counter()
+    buffer = bytearray(piece)
+    for path in sorted(directory.iterdir()):
+        with path.open("rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+    return time.perf_counter() - t0
+
+
 def _chunk_offset(chunk_id: str) -> int:
     return int(chunk_id.rsplit("-", 1)[1])
 
 
 def _time(search: Callable[[Query], list[int]], query: Query) -> tuple[float, list[int]]:
+    _EVICT.sum(dtype=np.uint64)  # untimed: another path's rows out of the cache
+    time.sleep(PAUSE_S)  # untimed: the previous path's thread pools idle
     t0 = time.perf_counter()
     ids = search(query)
     return (time.perf_counter() - t0) * 1000, ids
@@ -178,13 +200,15 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
     for window in WINDOWS:
         wq = [q for q in qs if q.window == window]
         searchers, cold = {}, {}
+        build.setdefault("warm_s", []).append(round(_warm(index_dir(build["uri"] + "/chunks.lance")), 2))
         for path in PATHS:
             searchers[path] = open_path(path)
             cold[path], _ = _time(searchers[path], wq[0])
         times: dict[str, list[float]] = {p: [] for p in PATHS}
         recalls: dict[str, list[float]] = {p: [] for p in PATHS}
-        for i, q in enumerate(wq):  # interleaved, rotating order: a shared machine's load hits every path alike
-            for path in PATHS[i % len(PATHS):] + PATHS[:i % len(PATHS)]:
+        order_rng = np.random.default_rng(len(wq))
+        for q in wq:  # interleaved, shuffled per query: load and the previous path's traces fall on every path alike
+            for path in order_rng.permutation(PATHS).tolist():
                 ms, ids = _time(searchers[path], q)
                 times[path].append(ms)
                 recalls[path].append(len(truth[id(q)] & set(ids)) / K)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,10 @@ def query_markdown(result: dict[str, Any]) -> str:
               f"{result['seconds']:.0f} s, {load} on 2 cores)"), "",
              ("Cells: p50 / p95 (cold) in ms, R = mean recall@10 vs exact. Ratio = p50 ÷ best baseline p50. "
               "`client` plan: share of queries on the approximate path, lowest expected recall the trace reported, "
-              "vectors read per query (`time` = time-ordered copy, `classed` = length-classed entries, `tree` = "
-              "IVF in tree nodes)."),
+              "vectors read per query (`time` = time-ordered copy, `classed` = length-classed entries, both an int8 "
+              "first pass whose shortlist is re-scored exactly from float32 until the top-10 is certified; `tree` = "
+              "IVF in tree nodes). Each timed call follows an idle pause and a cache-evicting read; the time index's "
+              "files are read once before each window (`bench/speed/query.py`)."),
              ""]
     for kind, data in result["kinds"].items():
         paths = data["paths"]
@@ -52,7 +55,8 @@ def query_markdown(result: dict[str, Any]) -> str:
                   f"{b['btree_s']:.1f} s; time-partitioned index {b['time_index_s']:.1f} s "
                   f"({b['time_index_disk_bytes'] / 2**20:.0f} MiB on disk; levels {levels or 'none (small)'}); "
                   f"searcher open {b.get('searcher_open_s', 0):.2f} s, "
-                  f"{b.get('searcher_bytes_per_chunk', 0):.0f} bytes per chunk held in memory; paper NCLS "
+                  f"{b.get('searcher_bytes_per_chunk', 0):.0f} bytes per chunk held in memory; index files read "
+                  f"before each window in {statistics.median(b.get('warm_s') or [0]):.1f} s (median); paper NCLS "
                   f"{b['paper_ncls_build_s']:.2f} s (+ {b['load_arrays_s']:.1f} s to load vectors into memory). "
                   f"Table {b['table_disk_bytes'] / 2**20:.0f} MiB."), ""]
     if "ehypo" in result:
