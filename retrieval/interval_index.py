@@ -87,10 +87,10 @@ class IntervalIndex:
         return sum(a.nbytes for a in arrays) + self._overlaps.nbytes
 
     def event_intervals(self, time_filter: TimeFilter) -> np.ndarray:
-        """int64 indexes of the intervals overlapping some event interval of the filter (exact, half-open;
+        """int32 indexes of the intervals overlapping some event interval of the filter (exact, half-open;
         unsorted, an interval may repeat when several query intervals overlap it)."""
         hits = [self._overlaps.overlapping(*bounds(q)) for q in time_filter.event]
-        return np.concatenate(hits).astype(np.int64, copy=False) if hits else np.empty(0, dtype=np.int64)
+        return np.concatenate(hits) if hits else np.empty(0, dtype=np.int32)
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
         """Sorted int64 row offsets passing ``time_filter`` exactly.

@@ -71,6 +71,7 @@ class TimePartitionedIndex:
         self.vectors = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")
         self.codes = np.load(directory / fmt.VECTORS_INT8_FILE, mmap_mode="c")  # copy-on-write: never written
         self.scale = np.load(directory / fmt.INT8_SCALE_FILE)
+        self.dim = len(self.scale)
         with np.load(directory / fmt.NODES_FILE) as nodes:
             self.nodes = {k: nodes[k] for k in nodes.files}
         with np.load(directory / fmt.ANN_FILE) as ann:
@@ -202,7 +203,7 @@ class TimePartitionedIndex:
         prepared = self.prepare(query) if prepared is None else prepared
         first, last = int(positions[0]), int(positions[-1])
         rescore = lambda pos: self.exact_scores(pos, query)  # noqa: E731
-        if first_pass_cost() * (last - first + 1) < GATHER_COST * len(positions):
+        if first_pass_cost(self.dim) * (last - first + 1) < GATHER_COST * len(positions):
             est = estimate(self.codes[first:last + 1], prepared)[positions - first]
             return certified_top(positions, est, rescore, depth, bound=estimate_bound(prepared))
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
@@ -246,13 +247,13 @@ class TimePartitionedIndex:
         return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
 
 
-def time_order_cost(positions: np.ndarray) -> float:
+def time_order_cost(positions: np.ndarray, dim: int) -> float:
     """Cost of :meth:`TimePartitionedIndex.exact` over time ``positions`` (any order), in float32 rows read
     contiguously: the int8 pass over their hull, or gathering them, whichever is less."""
     if not len(positions):
         return 0.0
     hull = int(positions.max()) - int(positions.min()) + 1
-    return min(first_pass_cost() * hull, GATHER_COST * len(positions))
+    return min(first_pass_cost(dim) * hull, GATHER_COST * len(positions))
 
 
 def _top(positions: np.ndarray, scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,8 @@ error ≤ 2⁻⁸); every one of these terms is in the bound. :func:`certified_t
 re-scores the ``m`` best estimates exactly and stops when no unscored row's upper bound can beat the
 ``depth``-th exact score; otherwise it re-scores four times as many (at worst every row).
 
-Without the torch kernel the estimate is computed in NumPy (exact up to float32 rounding; slower).
+Without the torch kernel, or for a dimension it does not take (not a multiple of 16), the estimate is
+computed in NumPy (exact up to float32 rounding; slower).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ INT8_COST = 0.2
 #: the same without the kernel (NumPy converts the codes to float32 first: slower than the float32 vectors)
 NUMPY_INT8_COST = 2.0
 PIECE = 65_536  # rows converted per step by the NumPy fallback
+#: the kernel takes dimensions that are a multiple of this only (others crash the process: seen with 7-24)
+KERNEL_DIM_MULTIPLE = 16
 FIRST_SHORTLIST = 64  # rows re-scored exactly at first (at least 4 × depth)
 _OUT_ROUNDING = 2.0**-8  # relative error of a bfloat16 output
 _SLACK = 1e-5  # float32 accumulation over ≤ 4096 dimensions, with margin
@@ -58,9 +61,9 @@ def _kernel() -> Callable | None:
         import torch
 
         op = torch.ops.aten._weight_int8pack_mm
-        probe = op(torch.ones((1, 8), dtype=torch.bfloat16), torch.ones((1, 8), dtype=torch.int8),
-                   torch.ones(1, dtype=torch.bfloat16))
-        if float(probe[0, 0]) != 8.0:
+        probe = op(torch.ones((2, KERNEL_DIM_MULTIPLE), dtype=torch.bfloat16),
+                   torch.ones((3, KERNEL_DIM_MULTIPLE), dtype=torch.int8), torch.ones(3, dtype=torch.bfloat16))
+        if float(probe[1, 2]) != KERNEL_DIM_MULTIPLE:
             return None
         return op
     except Exception as exc:  # noqa: BLE001 - no torch, or a build without the CPU kernel: NumPy instead
@@ -78,10 +81,14 @@ def _op() -> Callable | None:
     return _OP  # type: ignore[return-value]
 
 
-def first_pass_cost() -> float:
-    """Cost of one int8 estimate with the backend this process has (:data:`INT8_COST` or
-    :data:`NUMPY_INT8_COST`), in float32 rows scored contiguously."""
-    return INT8_COST if _op() is not None else NUMPY_INT8_COST
+def _uses_kernel(dim: int) -> bool:
+    return dim % KERNEL_DIM_MULTIPLE == 0 and _op() is not None
+
+
+def first_pass_cost(dim: int) -> float:
+    """Cost of one int8 estimate of ``dim`` dimensions with the backend this process has (:data:`INT8_COST`
+    or :data:`NUMPY_INT8_COST`), in float32 rows scored contiguously."""
+    return INT8_COST if _uses_kernel(dim) else NUMPY_INT8_COST
 
 
 def prepare(query: np.ndarray, scale: np.ndarray) -> Int8Query:
@@ -89,8 +96,7 @@ def prepare(query: np.ndarray, scale: np.ndarray) -> Int8Query:
     q = np.asarray(query, dtype=np.float64)
     scaled = (q * scale).astype(np.float32)
     quant_bound = 0.5 * float(np.abs(q) @ scale.astype(np.float64)) * (1 + 1e-6)
-    op = _op()
-    if op is None:
+    if not _uses_kernel(len(scaled)):
         return Int8Query(None, scaled, quant_bound + _SLACK, 2.0**-20)
     import torch
 

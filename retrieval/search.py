@@ -262,11 +262,11 @@ class Searcher:
         indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
         rest = len(rows) - len(indexed)
         dense = len(indexed) > SCAN_SHARE * ti.num_rows  # the hull is at most twice the candidates: no costing
-        time_cost = first_pass_cost() * ti.num_rows if dense else time_order_cost(ti.position[indexed])
+        time_cost = first_pass_cost(ti.dim) * ti.num_rows if dense else time_order_cost(ti.position[indexed], ti.dim)
         slices = ti.classed.slices([bounds(q) for q in time_filter.event]) if time_filter.event and not dense \
             else None
         entries = ti.classed.cost(slices) if slices is not None else None
-        classed_cost = first_pass_cost() * entries if entries is not None else None
+        classed_cost = first_pass_cost(ti.dim) * entries if entries is not None else None
         if classed_cost is not None and classed_cost < time_cost:
             best: tuple[Plan, Any] = Plan("exact", len(rows), entries + rest, layout="classed"), slices
         else:

@@ -109,7 +109,7 @@ def test_planner_reads_a_narrow_window_from_the_classed_entries_exactly(table):
         hull = int(positions.max() - positions.min() + 1)
         assert plan.layout == "classed" and plan.path == "exact" and plan.expected_recall == 1.0
         assert plan.scored_rows == ti.classed.cost(slices)
-        cost = first_pass_cost()
+        cost = first_pass_cost(vectors.shape[1])
         assert cost * plan.scored_rows < min(cost * hull, GATHER_COST * len(candidates))
         vector = vectors[rng.integers(len(rows))]
         offsets, scores, _ = searcher.top_k_planned(vector, tf, k=K)

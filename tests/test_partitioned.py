@@ -97,7 +97,7 @@ def test_with_the_int8_kernel_a_wide_window_is_exact_and_cheaper_than_the_tree(t
     ti = searcher.time_index
     cover = ti.cover(searcher._positions(searcher.candidates(tf)), tf)
     assert plan.path == "exact" and plan.layout == "time" and plan.expected_recall == 1.0
-    assert quantized.INT8_COST * ti.num_rows < 3.0 * cover.scored_rows  # why: the int8 pass reads less
+    assert quantized.first_pass_cost(384) * ti.num_rows < 3.0 * cover.scored_rows  # why: the int8 pass reads less
     for vector in _queries(rows, 4, seed=9):
         offsets, scores, _ = searcher.top_k_planned(vector, tf, k=K)
         _, truth = _truth(rows, vectors, WIDE, vector)

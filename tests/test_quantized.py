@@ -93,3 +93,13 @@ def test_certified_top_returns_each_repeated_key_once():
     assert np.allclose(scores, [0.9, 0.7, 0.5])
     got, _ = certified_top(keys[:0], upper[:0], lambda ks: np.zeros(len(ks)), 3)
     assert got.tolist() == []
+
+
+def test_a_dimension_the_kernel_does_not_take_is_estimated_in_numpy():
+    x = _data("uniform", n=2_000, dim=10)  # not a multiple of 16: the kernel would crash the process
+    scale = int8_scale(np.abs(x).max(axis=0))
+    q = x[3]
+    prepared = prepare(q, scale)
+    assert prepared.rows is None and quantized.first_pass_cost(10) == quantized.NUMPY_INT8_COST
+    est = estimate(quantize(x, scale), prepared)
+    assert (upper_bounds(est, prepared) >= x.astype(np.float64) @ q).all()
