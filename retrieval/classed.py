@@ -26,6 +26,7 @@ import numpy as np
 
 from diachron.retrieval.quantized import Int8Query, certified_top, estimate, estimate_bound
 from diachron.schemas import time_index as fmt
+from diachron.schemas.overlaps import class_slice, future_stop, past_start
 
 __all__ = ["ClassedEntries"]
 
@@ -63,14 +64,12 @@ class ClassedEntries:
             for width, base, count in self.segments.tolist():
                 a, b, check = base, base + count, fmt.OPEN_PAST
                 if width > 0:
-                    st = self.start[base:base + count]
-                    a = base + int(np.searchsorted(st, qs - width, side="right"))
-                    b = base + int(np.searchsorted(st, qe, side="left"))
-                    check = qs
+                    lo, hi = class_slice(self.start[base:base + count], width, qs, qe)
+                    a, b, check = base + lo, base + hi, qs
                 elif width == fmt.GROUP_PAST:
-                    a = base + int(np.searchsorted(self.end[base:base + count], qs, side="right"))
+                    a = base + past_start(self.end[base:base + count], qs)
                 elif width == fmt.GROUP_FUTURE:
-                    b = base + int(np.searchsorted(self.start[base:base + count], qe, side="left"))
+                    b = base + future_stop(self.start[base:base + count], qe)
                 if a < b:
                     out.append((a, b, check))
         return out

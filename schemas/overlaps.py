@@ -23,7 +23,24 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SortedOverlaps"]
+__all__ = ["SortedOverlaps", "class_slice", "future_stop", "past_start"]
+
+
+def class_slice(sorted_starts: np.ndarray, width: int, qs: int, qe: int) -> tuple[int, int]:
+    """``[lo, hi)`` of a length class of ``width`` (its intervals sorted by start) that can overlap
+    ``[qs, qe)``: those starting in ``(qs - width, qe)``, of which the ones ending after ``qs`` overlap."""
+    return (int(np.searchsorted(sorted_starts, qs - width, side="right")),
+            int(np.searchsorted(sorted_starts, qe, side="left")))
+
+
+def past_start(sorted_ends: np.ndarray, qs: int) -> int:
+    """First of the intervals open to the past (sorted by end) that overlaps ``[qs, …)``: it ends after ``qs``."""
+    return int(np.searchsorted(sorted_ends, qs, side="right"))
+
+
+def future_stop(sorted_starts: np.ndarray, qe: int) -> int:
+    """End of the prefix of the intervals open to the future (sorted by start) starting before ``qe``."""
+    return int(np.searchsorted(sorted_starts, qe, side="left"))
 
 
 class SortedOverlaps:
@@ -71,11 +88,11 @@ class SortedOverlaps:
 
     def count_upper_bound(self, qs: int, qe: int) -> int:
         """Intervals read by :meth:`overlapping` for ``[qs, qe)`` (≥ the exact count; binary searches only)."""
-        total = len(self.always)
-        total += len(self.past_ends) - int(np.searchsorted(self.past_ends, qs, side="right"))
-        total += int(np.searchsorted(self.future_starts, qe, side="left"))
+        total = len(self.always) + len(self.past_ends) - past_start(self.past_ends, qs)
+        total += future_stop(self.future_starts, qe)
         for width, st, _, _ in self.classes:
-            total += int(np.searchsorted(st, qe, side="left")) - int(np.searchsorted(st, qs - width, side="right"))
+            lo, hi = class_slice(st, width, qs, qe)
+            total += hi - lo
         return total
 
     def overlapping(self, qs: int, qe: int) -> np.ndarray:
@@ -83,12 +100,10 @@ class SortedOverlaps:
         exact and half-open (touching is no overlap); unsorted, each id once. Empty when ``qs >= qe``."""
         if qs >= qe:
             return np.empty(0, dtype=np.int32)
-        parts = [self.always,
-                 self.past_ids[int(np.searchsorted(self.past_ends, qs, side="right")):],
-                 self.future_ids[:int(np.searchsorted(self.future_starts, qe, side="left"))]]
+        parts = [self.always, self.past_ids[past_start(self.past_ends, qs):],
+                 self.future_ids[:future_stop(self.future_starts, qe)]]
         for width, st, en, ids in self.classes:
-            lo = int(np.searchsorted(st, qs - width, side="right"))
-            hi = int(np.searchsorted(st, qe, side="left"))
+            lo, hi = class_slice(st, width, qs, qe)
             if lo < hi:
                 parts.append(ids[lo:hi][en[lo:hi] > qs])
         return np.concatenate(parts)
