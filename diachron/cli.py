@@ -424,11 +424,16 @@ def quarantine(
     if "://" not in db and not Path(db).is_dir():
         raise _fail(f"no diachron database at {db!r}: run `diachron ingest … --db {db}` first")
     connection = lancedb.connect(db)
-    if "quarantine" not in connection.table_names():
-        raise _fail(f"{db!r} has no quarantine table: not a diachron database, or nothing was ingested yet")
-    table = connection.open_table("quarantine").to_lance().to_table(
-        columns=["recorded_at", "stage", "record_id", "reason", "run_id"])
-    rows = [r for r in table.to_pylist() if run is None or r["run_id"] == run]  # no user text in a filter string
+    names = set(connection.table_names())
+    if "quarantine" in names:
+        table = connection.open_table("quarantine").to_lance().to_table(
+            columns=["recorded_at", "stage", "record_id", "reason", "run_id"])
+        found = table.to_pylist()
+    elif "chunks" in names:  # an ingest that quarantined nothing writes no quarantine table
+        found = []
+    else:
+        raise _fail(f"{db!r} is no diachron database (no chunks table): run `diachron ingest … --db {db}` first")
+    rows = [r for r in found if run is None or r["run_id"] == run]  # no user text in a filter string
     rows.sort(key=lambda r: r["recorded_at"], reverse=True)
     shown = [{**r, "recorded_at": format_instant(r["recorded_at"])} for r in rows[:limit]]
     if as_json:

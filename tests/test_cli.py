@@ -210,6 +210,24 @@ def test_quarantine_lists_rows_newest_first_with_their_reasons(tmp_path):
     assert missing.exit_code == 1 and missing.stderr.startswith("error: no diachron database at")
 
 
+def test_quarantine_of_an_ingest_that_quarantined_nothing_is_empty_not_an_error(tmp_path):
+    """A new user's finding: after a clean ingest (no quarantine table is written) the command failed."""
+    import lancedb
+    import pyarrow as pa
+
+    db = lancedb.connect(str(tmp_path / "db"))
+    db.create_table("chunks", pa.table({"chunk_id": ["c1"]}))
+    result = runner.invoke(app, ["quarantine", "--db", str(tmp_path / "db"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == 0 and json.loads(result.stdout)["rows"] == []
+    result = runner.invoke(app, ["quarantine", "--db", str(tmp_path / "db")])
+    assert result.exit_code == 0 and result.stderr.strip() == "0 of 0 quarantined rows"
+    other = tmp_path / "other"
+    lancedb.connect(str(other)).create_table("notes", pa.table({"x": [1]}))
+    result = runner.invoke(app, ["quarantine", "--db", str(other)])
+    assert result.exit_code == 1 and result.stderr.startswith("error: ") and "no chunks table" in result.stderr
+
+
 @pytest.mark.integration
 def test_ask_cards_show_the_question_as_asked_and_dates_as_people_write_them(stock_db):
     question = "How did Microsoft Corp. (MSFT) stock perform in February 2011?"
