@@ -203,7 +203,8 @@ class TimePartitionedIndex:
         prepared = self.prepare(query) if prepared is None else prepared
         first, last = int(positions[0]), int(positions[-1])
         rescore = lambda pos: self.exact_scores(pos, query)  # noqa: E731
-        if first_pass_cost(self.dim) * (last - first + 1) < GATHER_COST * len(positions):
+        hull_cost, gather_cost = _costs(len(positions), last - first + 1, self.dim)
+        if hull_cost < gather_cost:
             est = estimate(self.codes[first:last + 1], prepared)[positions - first]
             return certified_top(positions, est, rescore, depth, bound=estimate_bound(prepared))
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
@@ -252,8 +253,12 @@ def time_order_cost(positions: np.ndarray, dim: int) -> float:
     contiguously: the int8 pass over their hull, or gathering them, whichever is less."""
     if not len(positions):
         return 0.0
-    hull = int(positions.max()) - int(positions.min()) + 1
-    return min(first_pass_cost(dim) * hull, GATHER_COST * len(positions))
+    return min(_costs(len(positions), int(positions.max()) - int(positions.min()) + 1, dim))
+
+
+def _costs(count: int, hull: int, dim: int) -> tuple[float, float]:
+    """``(int8 pass over the hull, gathering the positions)`` for ``count`` positions spanning ``hull``."""
+    return first_pass_cost(dim) * hull, GATHER_COST * count
 
 
 def _top(positions: np.ndarray, scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:

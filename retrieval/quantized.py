@@ -112,7 +112,7 @@ def prepare(query: np.ndarray, scale: np.ndarray) -> Int8Query:
     return Int8Query(torch.stack([hi, lo]), scaled, quant_bound + split_bound + accumulation + _SLACK, _OUT_ROUNDING)
 
 
-_ONES: dict[int, object] = {}
+_ONES: object | None = None  # per-row scales of the kernel (all 1: the scale is folded into the query)
 
 
 def estimate(codes: np.ndarray, prepared: Int8Query) -> np.ndarray:
@@ -125,10 +125,10 @@ def estimate(codes: np.ndarray, prepared: Int8Query) -> np.ndarray:
                                for i in range(0, len(codes), PIECE)])
     import torch
 
-    ones = _ONES.get(0)
+    global _ONES  # noqa: PLW0603 - grown, never shrunk; replaced whole (safe for concurrent readers)
+    ones = _ONES
     if ones is None or len(ones) < len(codes):  # type: ignore[arg-type]
-        ones = torch.ones(max(len(codes), 1 << 20), dtype=torch.bfloat16)
-        _ONES[0] = ones
+        ones = _ONES = torch.ones(max(len(codes), 1 << 20), dtype=torch.bfloat16)
     threads = torch.get_num_threads()
     single = len(codes) < SINGLE_THREAD_ROWS and threads > 1
     if single:  # a small product on the calling thread: waking the pool after idle costs more than the product

@@ -88,8 +88,7 @@ def numpy_first_pass(monkeypatch):
 
 
 def test_with_the_int8_kernel_a_wide_window_is_exact_and_cheaper_than_the_tree(tables):
-    if quantized._op() is None:
-        pytest.skip("torch's int8 kernel is not available in this build")
+    assert quantized._op() is not None, "torch's int8 kernel (aten::_weight_int8pack_mm) is missing"
     table, rows, vectors, _ = tables["clustered"]
     searcher = Searcher(table, temporal_weight=0.0)
     tf = TimeFilter(event=(WIDE,))
