@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from diachron.retrieval.mapped import load_mapped
 from diachron.retrieval.quantized import Int8Query, certified_top, estimate, estimate_bound
 from diachron.schemas import time_index as fmt
 from diachron.schemas.overlaps import class_slice, future_stop, past_start
@@ -41,10 +42,10 @@ class ClassedEntries:
 
     def __init__(self, directory: Path) -> None:
         self.segments = np.load(directory / fmt.CLASSED_SEGMENTS_FILE)
-        self.start = np.load(directory / fmt.CLASSED_START_FILE, mmap_mode="r")
-        self.end = np.load(directory / fmt.CLASSED_END_FILE, mmap_mode="r")
-        self.row = np.load(directory / fmt.CLASSED_ROW_FILE, mmap_mode="r")
-        self.codes = np.load(directory / fmt.CLASSED_CODES_FILE, mmap_mode="c")  # copy-on-write: never written
+        self.start = load_mapped(directory / fmt.CLASSED_START_FILE)
+        self.end = load_mapped(directory / fmt.CLASSED_END_FILE)
+        self.row = load_mapped(directory / fmt.CLASSED_ROW_FILE)
+        self.codes = load_mapped(directory / fmt.CLASSED_CODES_FILE, "c")  # copy-on-write: never written
         if not len(self.row) == len(self.start) == len(self.end) == len(self.codes):
             raise ValueError("classed entry files disagree in length")
 

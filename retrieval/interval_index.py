@@ -7,13 +7,13 @@ binary searches, ≈ 3-8× faster than NCLS per query here).
 the intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``):
 
 * ``starts`` / ``ends`` — int64 µs since the epoch (UTC), half-open, open sides ``OPEN_PAST``/``OPEN_FUTURE``;
-* ``interval_row`` — the row offset each interval belongs to;
 
 and per *row*: ``valid_from`` / ``valid_until`` (valid time), ``recorded_at`` (transaction time) and
 ``time_known`` (``time_status == "known"``). Per-interval attributes (e.g. a ``kind`` weight) go beside
 ``starts``; :meth:`IntervalIndex.focus` is the one place that turns a row's intervals into its temporal fit.
+The sorted endpoints hold each interval's row offset, so a query's candidate rows need no lookup.
 
-Memory: ≈ 50 bytes per interval (the arrays below, 20 of them the sorted endpoints) plus 33 bytes per row.
+Memory: ≈ 46 bytes per interval (the arrays below, 20 of them the sorted endpoints) plus 37 bytes per row.
 """
 
 from __future__ import annotations
@@ -63,11 +63,12 @@ class IntervalIndex:
         self.num_rows = len(counts)
         self.starts = to_micros(flat.field("start"), OPEN_PAST)
         self.ends = to_micros(flat.field("end"), OPEN_FUTURE)
-        self.interval_row = np.repeat(np.arange(self.num_rows, dtype=np.int32), counts)
+        interval_row = np.repeat(np.arange(self.num_rows, dtype=np.int32), counts)
         self.weights, self.literal = interval_weights(flat), literal_mask(flat)  # kinds -> fit (tiers)
         self.state = state_mask(flat)
         self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self._overlaps = SortedOverlaps(self.starts, self.ends, OPEN_PAST, OPEN_FUTURE)
+        self.unknown_rows = np.flatnonzero(counts == 0).astype(np.int32)  # rows of unknown time (no interval)
+        self._overlaps = SortedOverlaps(self.starts, self.ends, OPEN_PAST, OPEN_FUTURE, labels=interval_row)
         self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
         self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
         self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
@@ -82,44 +83,59 @@ class IntervalIndex:
     @property
     def nbytes(self) -> int:
         """Bytes held by the arrays (the sorted endpoints included)."""
-        arrays = (self.starts, self.ends, self.interval_row, self.first_interval, self.valid_from,
-                  self.valid_until, self.recorded_at, self.time_known)
+        arrays = (self.starts, self.ends, self.first_interval, self.valid_from,
+                  self.valid_until, self.recorded_at, self.time_known, self.unknown_rows)
         return sum(a.nbytes for a in arrays) + self._overlaps.nbytes
 
-    def event_intervals(self, time_filter: TimeFilter) -> np.ndarray:
-        """int32 indexes of the intervals overlapping some event interval of the filter (exact, half-open;
-        unsorted, an interval may repeat when several query intervals overlap it)."""
+    def event_rows(self, time_filter: TimeFilter) -> np.ndarray:
+        """int32 row offsets of the intervals overlapping some event interval of the filter (exact, half-open;
+        unsorted, a row repeats once per overlapping interval and query interval)."""
         hits = [self._overlaps.overlapping(*bounds(q)) for q in time_filter.event]
         return np.concatenate(hits) if hits else np.empty(0, dtype=np.int32)
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
-        """Sorted int64 row offsets passing ``time_filter`` exactly.
+        """Sorted int64 row offsets passing ``time_filter`` exactly (the rule of :meth:`mask`); few event
+        hits are sorted instead of marking every row."""
+        if time_filter.event and not time_filter.admit_unknown:
+            hit_rows = self.event_rows(time_filter)
+            if len(hit_rows) * SPARSE_HITS <= self.num_rows:  # few hits: sorting them beats a pass over every row
+                rows = np.unique(hit_rows).astype(np.int64)
+                return rows[self._other_clauses(rows, time_filter)]
+            return np.flatnonzero(self.mask(time_filter, hit_rows))
+        return np.flatnonzero(self.mask(time_filter))
+
+    def mask(self, time_filter: TimeFilter, hit_rows: np.ndarray | None = None) -> np.ndarray:
+        """Bool ``(num_rows,)``: which rows pass ``time_filter`` exactly.
 
         Event filter: a row with some interval overlapping some query interval (rows of unknown time have
-        none). Valid filter: the row's ``[valid_from, valid_until)`` overlaps some interval. ``as_of``:
-        ``recorded_at <= as_of``. Open sides are unbounded; an empty filter passes every row.
+        none; with ``admit_unknown`` they pass too). Valid filter: the row's ``[valid_from, valid_until)``
+        overlaps some interval. ``as_of``: ``recorded_at <= as_of``. Open sides are unbounded; an empty
+        filter passes every row. ``hit_rows``: the event clause's rows when already known.
         """
         if time_filter.event:
-            hit_rows = self.interval_row[self.event_intervals(time_filter)]
-            if time_filter.admit_unknown or len(hit_rows) * SPARSE_HITS > self.num_rows:
-                mask = np.zeros(self.num_rows, dtype=bool)
-                mask[hit_rows] = True
-                if time_filter.admit_unknown:  # tier 2: rows of unknown time (diachron.retrieval.tiers)
-                    mask |= self.first_interval[1:] == self.first_interval[:-1]
-                rows = np.flatnonzero(mask)
-            else:  # few hits: sorting them is cheaper than a pass over every row
-                rows = np.unique(hit_rows).astype(np.int64)
+            mask = np.zeros(self.num_rows, dtype=bool)
+            mask[self.event_rows(time_filter) if hit_rows is None else hit_rows] = True
+            if time_filter.admit_unknown:  # tier 2: rows of unknown time (diachron.retrieval.tiers)
+                mask[self.unknown_rows] = True
         else:
-            rows = np.arange(self.num_rows, dtype=np.int64)
+            mask = np.ones(self.num_rows, dtype=bool)
+        if time_filter.valid or time_filter.as_of is not None:
+            mask &= self._other_clauses(None, time_filter)
+        return mask
+
+    def _other_clauses(self, rows: np.ndarray | None, time_filter: TimeFilter) -> np.ndarray:
+        """Bool per row of ``rows`` (``None``: every row): the valid-time and ``as_of`` clauses pass."""
+        index = slice(None) if rows is None else rows
+        ok = np.ones(self.num_rows if rows is None else len(rows), dtype=bool)
         if time_filter.valid:
-            ok = np.zeros(len(rows), dtype=bool)
+            any_q = np.zeros(len(ok), dtype=bool)
             for q in time_filter.valid:
                 start, end = bounds(q)
-                ok |= (self.valid_from[rows] < end) & (self.valid_until[rows] > start)
-            rows = rows[ok]
+                any_q |= (self.valid_from[index] < end) & (self.valid_until[index] > start)
+            ok &= any_q
         if time_filter.as_of is not None:
-            rows = rows[self.recorded_at[rows] <= int(time_filter.as_of.timestamp() * 1_000_000)]
-        return rows
+            ok &= self.recorded_at[index] <= int(time_filter.as_of.timestamp() * 1_000_000)
+        return ok
 
     def focus(self, offsets: np.ndarray, time_filter: TimeFilter) -> np.ndarray:
         """Temporal fit of rows to the event filter (:func:`diachron.retrieval.tiers.row_fit`), in [0, 1].

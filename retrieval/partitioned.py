@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,17 +30,17 @@ import numpy as np
 
 from diachron.retrieval.classed import ClassedEntries
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.interval_index import SPARSE_HITS, bounds
+from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, SPARSE_HITS, bounds
+from diachron.retrieval.mapped import load_mapped
 from diachron.retrieval.quantized import (Int8Query, certified_top, estimate, estimate_bound, first_pass_cost, prepare,
                                           upper_bounds)
 from diachron.schemas import time_index as fmt
 
-__all__ = ["GATHER_COST", "Cover", "TimePartitionedIndex", "time_order_cost"]
+__all__ = ["GATHER_COST", "Cover", "TimePartitionedIndex"]
 
 log = logging.getLogger(__name__)
 
 RUN_MIN = 256  # runs of at least this many consecutive positions get the int8 pass as slices
-SCAN_SHARE = 0.5  # candidates above this share of all rows: their hull is at most twice their number
 #: cost of scoring a gathered (scattered) float32 vector row, in rows read contiguously (measured at 1M, 384 dims)
 GATHER_COST = 3.0
 
@@ -68,22 +69,73 @@ class TimePartitionedIndex:
         self.order = np.load(directory / fmt.ORDER_FILE).astype(np.int32, copy=False)  # position -> offset
         self.position = np.empty(self.num_rows, dtype=np.int32)  # offset -> position
         self.position[self.order] = np.arange(self.num_rows, dtype=np.int32)
-        self.vectors = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")
-        self.codes = np.load(directory / fmt.VECTORS_INT8_FILE, mmap_mode="c")  # copy-on-write: never written
+        self.vectors = load_mapped(directory / fmt.VECTORS_FILE)
+        self.codes = load_mapped(directory / fmt.VECTORS_INT8_FILE, "c")  # copy-on-write: never written
         self.scale = np.load(directory / fmt.INT8_SCALE_FILE)
         self.dim = len(self.scale)
         with np.load(directory / fmt.NODES_FILE) as nodes:
             self.nodes = {k: nodes[k] for k in nodes.files}
         with np.load(directory / fmt.ANN_FILE) as ann:
             self.node_lists, self.list_start = ann["node_lists"], ann["list_start"]
-        self.centroids = np.load(directory / fmt.CENTROIDS_FILE, mmap_mode="r")
-        self.members = np.load(directory / fmt.MEMBERS_FILE, mmap_mode="r")
+        self.centroids = load_mapped(directory / fmt.CENTROIDS_FILE)
+        self.members = load_mapped(directory / fmt.MEMBERS_FILE)
         self.levels = {int(k): v for k, v in manifest["levels"].items()}
         level = self.nodes["level"]
         self.level_first = {int(lv): int(np.flatnonzero(level == lv)[0]) for lv in np.unique(level)}
         self.root = len(level) - 1
         self.has_ivf = bool(self.node_lists[-1])  # False: every node is scanned, a cover cannot save work
         self.classed = ClassedEntries(directory)
+        first_pass_cost(self.dim)  # loads torch's int8 kernel now, not in the first query (≈ 1.5 s here)
+        self.block_rows = int(manifest.get("segment_rows", 4096))
+        self.blocks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # set by attach_times
+
+    def attach_times(self, starts: np.ndarray, ends: np.ndarray, first_interval: np.ndarray) -> None:
+        """Per block of ``block_rows`` time positions, the earliest interval start, the latest interval end
+        and whether it holds a row of unknown time (from the snapshot's intervals in CSR layout: the
+        intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``); :meth:`hull` reads them."""
+        n = self.num_rows
+        counts = np.diff(first_interval[:n + 1])
+        known = counts > 0
+        lo_start = np.full(n, OPEN_FUTURE, dtype=np.int64)
+        hi_end = np.full(n, OPEN_PAST, dtype=np.int64)
+        if known.any():
+            at = first_interval[:n][known]
+            stop = int(first_interval[n])
+            lo_start[known] = np.minimum.reduceat(starts[:stop], at)
+            hi_end[known] = np.maximum.reduceat(ends[:stop], at)
+        cut = np.arange(0, n, self.block_rows)
+        self.blocks = (np.minimum.reduceat(lo_start[self.order], cut), np.maximum.reduceat(hi_end[self.order], cut),
+                       np.maximum.reduceat(~known[self.order], cut))
+
+    def hull(self, time_filter: TimeFilter) -> tuple[int, int]:
+        """``[lo, hi)`` time positions outside which no row passes ``time_filter``'s event clause (whole blocks,
+        :meth:`attach_times`; every position without an event clause or blocks)."""
+        if not time_filter.event or self.blocks is None:
+            return 0, self.num_rows
+        first_start, last_end, unknown = self.blocks
+        ok = unknown.copy() if time_filter.admit_unknown else np.zeros(len(first_start), dtype=bool)
+        for q in time_filter.event:
+            start, end = bounds(q)
+            ok |= (first_start < end) & (last_end > start)
+        hit = np.flatnonzero(ok)
+        if not len(hit):
+            return 0, 0
+        return int(hit[0]) * self.block_rows, min(int(hit[-1] + 1) * self.block_rows, self.num_rows)
+
+    def hull_top(self, lo: int, hi: int, query: np.ndarray, depth: int, passes: Callable[[np.ndarray], np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine)`` of the ``depth`` best positions in ``[lo, hi)`` that ``passes`` (positions →
+        bool), exact: one int8 pass over the range's contiguous codes, the certified shortlist checked against
+        the filter and re-scored from the float32 vectors (a failing row's estimate only widens the shortlist)."""
+        prepared = self.prepare(query)
+
+        def rescore(pos: np.ndarray) -> np.ndarray:
+            ok = passes(pos)
+            out = np.full(len(pos), -np.inf, dtype=np.float32)
+            out[ok] = self.exact_scores(pos[ok], query)
+            return out
+
+        return certified_top(lo, estimate(self.codes[lo:hi], prepared), rescore, depth, bound=estimate_bound(prepared))
 
     @classmethod
     def open(cls, directory: Path, dataset: Any) -> TimePartitionedIndex | None:
@@ -194,7 +246,7 @@ class TimePartitionedIndex:
         """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact (certified int8 pass).
 
         When an int8 pass over their hull (first to last position: one contiguous read) costs less than
-        gathering them (:func:`time_order_cost`), the hull is estimated; else their long runs are, and the
+        gathering them (:func:`_costs`), the hull is estimated; else their long runs are, and the
         scattered rest is scored from the float32 vectors directly. The certified shortlist is re-scored
         exactly (:func:`~diachron.retrieval.quantized.certified_top`).
         """
@@ -246,14 +298,6 @@ class TimePartitionedIndex:
         parts_pos.append(pos)
         parts_score.append(score)
         return _top(np.concatenate(parts_pos), np.concatenate(parts_score), depth)
-
-
-def time_order_cost(positions: np.ndarray, dim: int) -> float:
-    """Cost of :meth:`TimePartitionedIndex.exact` over time ``positions`` (any order), in float32 rows read
-    contiguously: the int8 pass over their hull, or gathering them, whichever is less."""
-    if not len(positions):
-        return 0.0
-    return min(_costs(len(positions), int(positions.max()) - int(positions.min()) + 1, dim))
 
 
 def _costs(count: int, hull: int, dim: int) -> tuple[float, float]:

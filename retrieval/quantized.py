@@ -11,8 +11,8 @@ not an approximation: for unit query ``q`` and a row ``x`` with codes ``c``,
 ``|q·x − q·(scale ⊙ c)| ≤ ½ Σ_d |q_d| scale_d``; the query enters as two bfloat16 rows (high and low part,
 relative error ≤ 2⁻¹⁶), products are summed in float32 and each output is rounded to bfloat16 (relative
 error ≤ 2⁻⁸); every one of these terms is in the bound. :func:`certified_top`
-re-scores the ``m`` best estimates exactly and stops when no unscored row's upper bound can beat the
-``depth``-th exact score; otherwise it re-scores four times as many (at worst every row).
+re-scores the ``m`` best estimates exactly, then in one pass every row whose upper bound can still beat
+the ``depth``-th exact score (each row at most once; at worst every row).
 
 Without the torch kernel, or for a dimension it does not take (not a multiple of 16), the estimate is
 computed in NumPy (exact up to float32 rounding; slower).
@@ -163,36 +163,71 @@ def _largest(values: np.ndarray, m: int) -> tuple[np.ndarray, float | None]:
     return pick[:m], float(values[pick[m]])
 
 
-def certified_top(keys: np.ndarray, values: np.ndarray, exact: Callable[[np.ndarray], np.ndarray], depth: int,
+def certified_top(keys: np.ndarray | int, values: np.ndarray, exact: Callable[[np.ndarray], np.ndarray], depth: int,
                   *, bound: Callable[[float], float] | None = None, distinct: bool = False
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The exact ``depth`` best ``(keys, scores float32)``, best first, from bounded estimates of their scores.
 
     Args:
-        keys: int64 ``(n,)`` item keys (row offsets or time positions; repeated keys when ``distinct``).
+        keys: int64 ``(n,)`` item keys (row offsets or time positions; repeated keys when ``distinct``), or
+            an int ``first``: item ``i`` has key ``first + i`` (a contiguous range of time positions).
         values: ``(n,)`` per item an upper bound of its score, or (with ``bound``) an estimate.
-        exact: keys → exact float32 scores (called on the shortlist only).
-        depth: number of results.
+        exact: keys → exact float32 scores (called on the shortlist only); ``-inf`` drops an item (a row
+            that fails the filter: never returned).
+        depth: number of results (fewer when fewer items have a finite score).
         bound: non-decreasing; an item's score is at most ``bound(value)`` (``None``: ``values`` are upper
             bounds themselves). :func:`estimate_bound` gives it for int8 estimates.
         distinct: keys repeat (one entry per interval): each key is returned once.
+
+    The ``m`` best values are scored exactly first; once ``depth`` exact scores are known, every item whose
+    bound exceeds the ``depth``-th of them is scored too (one pass, :func:`_threshold`), and nothing else can
+    beat it: two rounds, each item scored at most once. Fewer than ``depth`` finite scores among the first
+    ``m``: ``m`` grows fourfold.
     """
-    n = len(keys)
+    n = len(values)
+    key = (lambda i: keys[i]) if isinstance(keys, np.ndarray) else (lambda i: np.asarray(i, dtype=np.int64) + keys)
     if not n or depth <= 0:
-        return keys[:0].astype(np.int64), np.empty(0, dtype=np.float32)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
     m = min(n, max(4 * depth, FIRST_SHORTLIST))
+    upper = bound if bound is not None else float
     while True:
         pick, outside = _largest(values, m)
-        chosen = np.unique(keys[pick]) if distinct else keys[pick]
+        chosen = np.unique(key(pick)) if distinct else key(pick)
         scores = np.asarray(exact(chosen), dtype=np.float32)
-        order = np.argsort(-scores, kind="stable")[:depth]
-        if outside is None:
+        finite = int(np.isfinite(scores).sum())
+        if outside is None or (finite >= depth and upper(outside) <= np.partition(scores, -depth)[-depth]):
             break
-        ceiling = bound(outside) if bound is not None else outside
-        if len(order) >= depth and ceiling <= scores[order[-1]]:
+        if finite >= depth:  # everything whose bound beats the depth-th exact score, in one pass
+            kth = float(np.partition(scores, -depth)[-depth])
+            more = values > _threshold(upper, kth, outside)
+            more[pick] = False
+            rest = key(np.flatnonzero(more))
+            if distinct:
+                rest = np.setdiff1d(np.unique(rest), chosen, assume_unique=True)
+            chosen = np.concatenate([chosen, rest])
+            scores = np.concatenate([scores, np.asarray(exact(rest), dtype=np.float32)])
             break
         m = min(n, 4 * m)
+    order = np.argsort(-scores, kind="stable")[:depth]
+    order = order[np.isfinite(scores[order])]
     return chosen[order].astype(np.int64), scores[order]
+
+
+def _threshold(upper: Callable[[float], float], score: float, start: float) -> np.float32:
+    """A float32 ``t`` with ``upper(v) <= score`` for every ``v <= t`` (``upper`` non-decreasing): found by
+    bisection between a value known to pass and ``start`` (whose bound exceeds ``score``)."""
+    lo = start - 1.0
+    while upper(lo) > score:  # estimates lie in [-1, 1] up to their error: a few steps at most
+        lo -= 2 * (start - lo)
+    hi = start
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if upper(mid) <= score:
+            lo = mid
+        else:
+            hi = mid
+    t = np.float32(lo)
+    return t if float(t) <= lo else np.nextafter(t, np.float32(-np.inf))
 
 
 def estimate_bound(prepared: Int8Query) -> Callable[[float], float]:

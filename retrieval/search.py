@@ -53,12 +53,12 @@ from typing import Any
 import numpy as np
 
 from diachron.retrieval.filters import TimeFilter
-from diachron.retrieval.interval_index import IntervalIndex, bounds
-from diachron.retrieval.partitioned import GATHER_COST, SCAN_SHARE, TimePartitionedIndex, time_order_cost
+from diachron.retrieval.interval_index import SPARSE_HITS, IntervalIndex, bounds
+from diachron.retrieval.partitioned import GATHER_COST, TimePartitionedIndex
 from diachron.retrieval.quantized import first_pass_cost
 from diachron.schemas.time_index import MANIFEST, index_dir
 
-__all__ = ["COLUMNS", "CONTEXT_WEIGHT", "LEXICAL_WEIGHT", "Hit", "Hits", "Plan", "Searcher", "document_context",
+__all__ = ["COLUMNS", "CONTEXT_WEIGHT", "LEXICAL_WEIGHT", "Candidates", "Hit", "Hits", "Plan", "Searcher", "document_context",
            "rank"]
 
 log = logging.getLogger(__name__)
@@ -138,6 +138,44 @@ def _matrix(data: Any) -> np.ndarray:
     return column.values.to_numpy().reshape(len(column), -1)
 
 
+class Candidates:
+    """The rows of one snapshot passing one filter: ``mask`` bool ``(rows,)`` and ``count``; the sorted
+    offsets, the late rows (written after the time index's build), the candidates of unknown time and the
+    sorted time positions of the indexed ones are worked out when first asked for (treat all as read-only)."""
+
+    def __init__(self, mask: np.ndarray) -> None:
+        self.mask = mask
+        self.count = int(np.count_nonzero(mask))
+        self._rows: np.ndarray | None = None
+        self._positions: np.ndarray | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Sorted int64 row offsets."""
+        if self._rows is None:
+            self._rows = np.flatnonzero(self.mask)
+        return self._rows
+
+    def late(self, indexed: int) -> np.ndarray:
+        """Sorted int64 offsets ``>= indexed`` (rows the time index does not hold)."""
+        return np.flatnonzero(self.mask[indexed:]) + indexed
+
+    def unknown(self, unknown_rows: np.ndarray, indexed: int) -> np.ndarray:
+        """Sorted int64 offsets ``< indexed`` among the sorted ``unknown_rows`` (rows of unknown time)."""
+        rows = unknown_rows[:np.searchsorted(unknown_rows, indexed)]
+        return rows[self.mask[rows]].astype(np.int64)
+
+    def positions(self, ti: TimePartitionedIndex) -> np.ndarray:
+        """Sorted int64 time positions of the indexed candidates."""
+        if self._positions is None:
+            if self.count * SPARSE_HITS < ti.num_rows:  # few: their positions, sorted
+                rows = self.rows
+                self._positions = ti.positions_of(rows[:np.searchsorted(rows, ti.num_rows)])
+            else:  # many: the mask read in time order
+                self._positions = np.flatnonzero(self.mask[:ti.num_rows][ti.order])
+        return self._positions
+
+
 class Searcher:
     """Exact filtered top-k over one snapshot of a LanceDB ``chunks`` table (vectors unit norm).
 
@@ -166,8 +204,9 @@ class Searcher:
         self.index = IntervalIndex.from_dataset(self.dataset)
         self.num_rows = self.index.num_rows
         self.time_index = _open_time_index(self.dataset)
-        self._memo: dict[TimeFilter, np.ndarray] = {}
-        self._last_positions: tuple[np.ndarray, np.ndarray] | None = None
+        if self.time_index is not None:
+            self.time_index.attach_times(self.index.starts, self.index.ends, self.index.first_interval)
+        self._memo: dict[TimeFilter, Candidates] = {}
         self._index_stamp = _stamp(self.dataset)
         self.build_seconds = time.perf_counter() - t0
 
@@ -177,22 +216,24 @@ class Searcher:
         return self.dataset.latest_version != self.version or _stamp(self.dataset) != self._index_stamp
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
-        """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.candidates`).
+        """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.mask`); treat
+        the returned array as read-only."""
+        return self._candidates(time_filter).rows
 
-        The last few filters' results are kept (a query asks for its candidates several times: count,
-        search, rejected examples); treat the returned array as read-only.
-        """
-        rows = self._memo.get(time_filter)
-        if rows is None:
-            rows = self.index.candidates(time_filter)
+    def _candidates(self, time_filter: TimeFilter) -> Candidates:
+        """The :class:`Candidates` of ``time_filter``; the last few filters' are kept (a query asks for its
+        candidates several times: count, search, rejected examples)."""
+        found = self._memo.get(time_filter)
+        if found is None:
+            found = Candidates(self.index.mask(time_filter))
             if len(self._memo) >= MEMO_FILTERS:
                 self._memo = {}  # replaced, not mutated while another thread may read it
-            self._memo[time_filter] = rows
-        return rows
+            self._memo[time_filter] = found
+        return found
 
     def count(self, time_filter: TimeFilter) -> int:
         """Number of rows passing ``time_filter`` (exact, from the in-memory index)."""
-        return len(self.candidates(time_filter))
+        return self._candidates(time_filter).count
 
     def scored_pieces(self, rows: np.ndarray, vector: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield ``(offsets, cosine float32)`` for ``rows``, read with ``take`` in pieces of ``piece_rows``."""
@@ -202,26 +243,15 @@ class Searcher:
             yield piece, _matrix(self.dataset.take(piece, columns=["vector"])) @ query
 
     def exact_top(self, rows: np.ndarray, vector: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(offsets, cosine)`` of the ``depth`` most similar of ``rows``, best first (exact): indexed rows
-        from the time index's vectors, the others (written after its build, or no index) with ``take``."""
+        """``(offsets, cosine)`` of the ``depth`` most similar of sorted ``rows``, best first (exact): indexed
+        rows from the time index's vectors, the others (written after its build, or no index) with ``take``."""
         query = np.asarray(vector, dtype=np.float32)
         ti = self.time_index
         if ti is None:
             return self._take_top(rows, query, depth)
-        pos, scores = ti.exact(self._positions(rows), query, depth)
-        return self._merge(ti.order[pos], scores, *self._take_top(rows[rows >= ti.num_rows], query, depth), depth)
-
-    def _positions(self, rows: np.ndarray) -> np.ndarray:
-        """Sorted time positions of the indexed ones of sorted ``rows``; the last answer is kept (plan and
-        scoring of one query ask for the same rows)."""
-        last = self._last_positions
-        if last is not None and last[0] is rows:
-            return last[1]
-        ti = self.time_index
         indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
-        positions = ti.positions_of(indexed)
-        self._last_positions = (rows, positions)  # replaced whole: safe for concurrent readers
-        return positions
+        pos, scores = ti.exact(ti.positions_of(indexed), query, depth)
+        return self._merge(ti.order[pos], scores, *self._take_top(rows[len(indexed):], query, depth), depth)
 
     @staticmethod
     def _merge(a_rows: np.ndarray, a_scores: np.ndarray, b_rows: np.ndarray, b_scores: np.ndarray, depth: int
@@ -244,41 +274,45 @@ class Searcher:
         order = np.argsort(-best_scores, kind="stable")
         return best_rows[order], best_scores[order]
 
-    def plan(self, time_filter: TimeFilter, rows: np.ndarray | None = None) -> tuple[Plan, Any]:
-        """Choose the path for ``time_filter`` (candidate ``rows`` if known); returns ``(plan, detail)``:
-        the tree :class:`~diachron.retrieval.partitioned.Cover` (approximate), the classed entry slices
-        (exact, ``layout == "classed"``) or ``None`` (exact over the rows).
+    def plan(self, time_filter: TimeFilter) -> tuple[Plan, Any]:
+        """Choose the path for ``time_filter``; returns ``(plan, detail)``: the tree
+        :class:`~diachron.retrieval.partitioned.Cover` (approximate), the classed entry slices (exact,
+        ``layout == "classed"``), the ``(lo, hi)`` time positions of an int8 pass (exact, ``layout == "time"``)
+        or ``None`` (exact, the candidates gathered).
 
         Costs are counted in float32 rows read contiguously; a gathered row costs
         :data:`~diachron.retrieval.partitioned.GATHER_COST`, an int8 estimate
-        :func:`~diachron.retrieval.quantized.first_pass_cost`. The exact layouts: the time-ordered vectors (an int8
-        pass over the candidates' hull, or gathered: :func:`~diachron.retrieval.partitioned.time_order_cost`),
-        or the length-classed entries of an event filter (an int8 pass over their slices).
+        :func:`~diachron.retrieval.quantized.first_pass_cost`. The exact layouts: the time-ordered vectors (an
+        int8 pass over the positions that can hold candidates, :meth:`TimePartitionedIndex.hull`, or the
+        candidates gathered), or the length-classed entries of an event filter (an int8 pass over their slices).
         """
-        rows = self.candidates(time_filter) if rows is None else rows
+        return self._plan(time_filter, self._candidates(time_filter))
+
+    def _plan(self, time_filter: TimeFilter, cand: Candidates) -> tuple[Plan, Any]:
         ti = self.time_index
         if ti is None:
-            return Plan("exact", len(rows), len(rows), layout="take"), None
-        indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
-        rest = len(rows) - len(indexed)
-        dense = len(indexed) > SCAN_SHARE * ti.num_rows  # the hull is at most twice the candidates: no costing
-        time_cost = first_pass_cost(ti.dim) * ti.num_rows if dense else time_order_cost(ti.position[indexed], ti.dim)
-        slices = ti.classed.slices([bounds(q) for q in time_filter.event]) if time_filter.event and not dense \
-            else None
-        entries = ti.classed.cost(slices) if slices is not None else None
-        classed_cost = first_pass_cost(ti.dim) * entries if entries is not None else None
-        if classed_cost is not None and classed_cost < time_cost:
-            best: tuple[Plan, Any] = Plan("exact", len(rows), entries + rest, layout="classed"), slices
-        else:
-            best = Plan("exact", len(rows), len(rows), layout="time"), None
-        if not self.approximate or len(rows) <= EXACT_MAX_ROWS or not ti.has_ivf:
-            return best
-        cover = ti.cover(self._positions(rows), time_filter)
-        work = cover.scored_rows + rest
-        exact_cost = time_cost if classed_cost is None else min(time_cost, classed_cost)
-        if work <= 0.5 * len(rows) and cover.expected_recall >= MIN_RECALL and GATHER_COST * cover.scored_rows < exact_cost:
-            return Plan("approximate", len(rows), work, cover.expected_recall, layout="tree"), cover
-        return best
+            return Plan("exact", cand.count, cand.count, layout="take"), None
+        unit = first_pass_cost(ti.dim)
+        late = len(cand.late(ti.num_rows))
+        indexed = cand.count - late
+        lo, hi = ti.hull(time_filter)
+        options: list[tuple[float, Plan, Any]] = [
+            (unit * (hi - lo), Plan("exact", cand.count, hi - lo + late, layout="time"), (lo, hi)),
+            (GATHER_COST * indexed, Plan("exact", cand.count, cand.count, layout="time"), None)]
+        if time_filter.event:
+            slices = ti.classed.slices([bounds(q) for q in time_filter.event])
+            entries = ti.classed.cost(slices)
+            unknown = len(cand.unknown(self.index.unknown_rows, ti.num_rows)) if time_filter.admit_unknown else 0
+            options.append((unit * entries + GATHER_COST * unknown,
+                            Plan("exact", cand.count, entries + unknown + late, layout="classed"), slices))
+        exact_cost, best_plan, best_detail = min(options, key=lambda o: o[0])
+        if not self.approximate or cand.count <= EXACT_MAX_ROWS or not ti.has_ivf:
+            return best_plan, best_detail
+        cover = ti.cover(cand.positions(ti), time_filter)
+        work = cover.scored_rows + late
+        if work <= 0.5 * cand.count and cover.expected_recall >= MIN_RECALL and GATHER_COST * cover.scored_rows < exact_cost:
+            return Plan("approximate", cand.count, work, cover.expected_recall, layout="tree"), cover
+        return best_plan, best_detail
 
     def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -289,24 +323,29 @@ class Searcher:
     def top_k_planned(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
                       ) -> tuple[np.ndarray, np.ndarray, Plan]:
         """``(offsets, cosine, plan)``: the ``k`` best candidates by the path :meth:`plan` chooses."""
-        rows = self.candidates(time_filter)
-        plan, detail = self.plan(time_filter, rows)
-        if plan.layout in ("take", "time"):
-            return (*self.exact_top(rows, vector, k), plan)
+        cand = self._candidates(time_filter)
+        plan, detail = self._plan(time_filter, cand)
         ti, query = self.time_index, np.asarray(vector, dtype=np.float32)
-        rest = rows[rows >= ti.num_rows]
-        if plan.layout == "tree":
-            pos, scores = ti.approximate(detail, query, k)
-            return (*self._merge(ti.order[pos], scores, *self._take_top(rest, query, k), k), plan)
-        keep = None
-        if time_filter.valid or time_filter.as_of is not None:  # the entries pass the event clause only
-            keep = lambda r: _member(rows, r)  # noqa: E731
-        offsets, scores = ti.classed.top(detail, ti.prepare(query), lambda r: ti.exact_scores(ti.position[r], query),
-                                         k, keep)
-        if time_filter.admit_unknown:  # rows of unknown time have no entries: scored from the time order
-            first = self.index.first_interval
-            rest = rows[(rows >= ti.num_rows) | (first[rows + 1] == first[rows])]
-        return (*self._merge(offsets, scores, *self.exact_top(rest, query, k), k), plan)
+        if plan.layout == "take":
+            return (*self._take_top(cand.rows, query, k), plan)
+        if plan.layout == "classed":
+            keep = None
+            if time_filter.valid or time_filter.as_of is not None:  # the entries pass the event clause only
+                keep = lambda r: cand.mask[r]  # noqa: E731
+            offsets, scores = ti.classed.top(detail, ti.prepare(query),
+                                             lambda r: ti.exact_scores(ti.position[r], query), k, keep)
+            if time_filter.admit_unknown:  # rows of unknown time have no entries: scored from the time order
+                unknown = cand.unknown(self.index.unknown_rows, ti.num_rows)
+                offsets, scores = self._merge(offsets, scores, *self.exact_top(unknown, query, k), k)
+        else:
+            if plan.layout == "tree":
+                pos, scores = ti.approximate(detail, query, k)
+            elif detail is not None:  # an int8 pass over the positions that can hold candidates
+                pos, scores = ti.hull_top(*detail, query, k, lambda p: cand.mask[ti.order[p]])
+            else:
+                pos, scores = ti.exact(cand.positions(ti), query, k)
+            offsets = ti.order[pos]
+        return (*self._merge(offsets, scores, *self._take_top(cand.late(ti.num_rows), query, k), k), plan)
 
     def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
                temporal_weight: float | None = None, text: str | None = None) -> list[Hit]:
@@ -401,14 +440,6 @@ class Searcher:
                                          for q in time_filter.valid):
             return "version not valid in the window"
         return "recorded after as_of"
-
-
-def _member(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Bool mask: which of ``rows`` are in ``sorted_rows`` (sorted int64)."""
-    if not len(sorted_rows):
-        return np.zeros(len(rows), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
-    return sorted_rows[at] == rows
 
 
 def _has_text_index(dataset: Any) -> bool:

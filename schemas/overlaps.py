@@ -49,12 +49,15 @@ class SortedOverlaps:
     Args:
         starts, ends: int64 ``(n,)``, half-open ``[start, end)``; open sides as ``open_past`` /
             ``open_future`` (or beyond them).
+        labels: int32 ``(n,)`` returned for each interval by :meth:`overlapping` (default: its position in
+            ``starts``; e.g. the row each interval belongs to, so that no lookup follows a query).
     """
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, open_past: int, open_future: int) -> None:
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, open_past: int, open_future: int,
+                 labels: np.ndarray | None = None) -> None:
         starts = np.asarray(starts, dtype=np.int64)
         ends = np.asarray(ends, dtype=np.int64)
-        ids = np.arange(len(starts), dtype=np.int32)
+        ids = np.arange(len(starts), dtype=np.int32) if labels is None else np.asarray(labels, dtype=np.int32)
         past, future = starts <= open_past, ends >= open_future
         finite = ~past & ~future
         length = np.maximum(ends[finite] - starts[finite], 0)
@@ -96,8 +99,9 @@ class SortedOverlaps:
         return total
 
     def overlapping(self, qs: int, qe: int) -> np.ndarray:
-        """int32 ids (positions in the constructor's arrays) of the intervals overlapping ``[qs, qe)``,
-        exact and half-open (touching is no overlap); unsorted, each id once. Empty when ``qs >= qe``."""
+        """int32 labels (default: positions in the constructor's arrays) of the intervals overlapping
+        ``[qs, qe)``, exact and half-open (touching is no overlap); unsorted, each interval once (a label
+        repeats when several of its intervals overlap). Empty when ``qs >= qe``."""
         if qs >= qe:
             return np.empty(0, dtype=np.int32)
         parts = [self.always, self.past_ids[past_start(self.past_ends, qs):],

@@ -94,7 +94,7 @@ def test_with_the_int8_kernel_a_wide_window_is_exact_and_cheaper_than_the_tree(t
     tf = TimeFilter(event=(WIDE,))
     plan, _ = searcher.plan(tf)
     ti = searcher.time_index
-    cover = ti.cover(searcher._positions(searcher.candidates(tf)), tf)
+    cover = ti.cover(searcher._candidates(tf).positions(ti), tf)
     assert plan.path == "exact" and plan.layout == "time" and plan.expected_recall == 1.0
     assert quantized.first_pass_cost(384) * ti.num_rows < 3.0 * cover.scored_rows  # why: the int8 pass reads less
     for vector in _queries(rows, 4, seed=9):
