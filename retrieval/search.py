@@ -1,16 +1,18 @@
 """Interval-filtered top-k over the ``chunks`` table: the one search path (TA-RAG §3.4, DESIGN "Search").
 
 **Candidates.** :class:`~diachron.retrieval.interval_index.IntervalIndex` holds the time columns of one
-table snapshot in memory and gives the exact candidate rows for every filter kind (event time: a chunk
-interval overlaps a query interval, half-open; valid time; transaction time ``as_of``; none). No SQL
-filter is built for search.
+table snapshot in memory and gives the exact candidates of every filter kind (event time: a chunk
+interval overlaps a query interval, half-open; valid time; transaction time ``as_of``; none) as a row mask
+(:class:`Candidates`: the count at once, sorted offsets or time positions only when a path needs them).
+No SQL filter is built for search.
 
 **Plan** (:meth:`Searcher.plan`, issue 15). With the time-partitioned index that ``optimize`` builds
 (:mod:`diachron.retrieval.partitioned`), candidates are scored exactly: an int8 first pass over contiguous
-codes (the length-classed entries of a narrow window, or the hull of a wide window's rows in time order)
-whose shortlist is re-scored from the float32 vectors until the top-k is certified
-(:mod:`diachron.retrieval.quantized`), or scattered rows gathered from the float32 vectors; the planner
-takes the layout that reads least. Without the index, vectors are read from LanceDB with ``take`` in pieces
+codes — the length-classed entries of an event window, or in time order the whole blocks of rows that can
+hold candidates (:meth:`~diachron.retrieval.partitioned.TimePartitionedIndex.hull`; rows failing the
+filter there are dropped from the shortlist) — whose shortlist is re-scored from the float32 vectors until
+the top-k is certified (:mod:`diachron.retrieval.quantized`), or scattered rows gathered from the float32
+vectors; the planner takes the layout that reads least, from binary searches and block statistics alone. Without the index, vectors are read from LanceDB with ``take`` in pieces
 of ``piece_rows``. When the candidates are many (``> EXACT_MAX_ROWS``) and the index's tree covers them
 at less cost than the exact layouts, at an expected recall@10 of at least ``MIN_RECALL`` (measured at
 build time), the approximate path runs: IVF probes inside tree nodes whose rows all pass the filter,

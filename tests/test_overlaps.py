@@ -44,3 +44,12 @@ def test_random_intervals_of_every_length_match_brute_force():
         assert len(got) == len(set(got.tolist()))
         assert set(got.tolist()) == _brute(starts, ends, qs, qe)
         assert index.count_upper_bound(qs, qe) >= len(got)
+
+
+def test_labels_are_returned_instead_of_positions():
+    starts = np.array([0, 10, 5, OPEN_PAST])
+    ends = np.array([10, 20, 6, 3])
+    rows = np.array([4, 4, 9, 2], dtype=np.int32)  # the row each interval belongs to (row 4 has two)
+    index = SortedOverlaps(starts, ends, OPEN_PAST, OPEN_FUTURE, labels=rows)
+    assert sorted(index.overlapping(5, 15).tolist()) == [4, 4, 9]
+    assert sorted(index.overlapping(OPEN_PAST, 1).tolist()) == [2, 4]

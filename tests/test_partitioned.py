@@ -175,3 +175,26 @@ def test_an_index_of_other_rows_is_ignored(tmp_path):
     other = db.create_table("chunks", data=generate(1_000, seed=8)[0], mode="overwrite")
     assert TimePartitionedIndex.open(index_dir(other.to_lance().uri), other.to_lance()) is None
     assert Searcher(other).time_index is None
+
+
+def test_candidates_and_the_hull_of_their_time_positions(tables):
+    table, rows, vectors, _ = tables["uniform"]
+    searcher = Searcher(table, temporal_weight=0.0, approximate=False)
+    ti = searcher.time_index
+    unknown = {i for i, r in enumerate(rows) if not r["intervals"]}
+    before = Interval(None, datetime(1997, 6, 1, tzinfo=UTC))
+    for window in (NARROW, WIDE, before):
+        inside, _ = _truth(rows, vectors, window, vectors[0])
+        for admit in (False, True):
+            tf = TimeFilter(event=(window,), admit_unknown=admit)
+            want = sorted(inside | unknown) if admit else sorted(inside)
+            assert searcher.candidates(tf).tolist() == want and searcher.count(tf) == len(want)
+            lo, hi = ti.hull(tf)
+            positions = ti.position[np.array(want)]
+            assert lo <= positions.min() and positions.max() < hi  # no candidate outside the hull
+            if not admit and window is not WIDE:  # whole blocks of 256 rows: a narrow window reads few of them
+                assert hi - lo < 0.6 * N, (window, lo, hi)
+            vector = vectors[len(want) % N]
+            offsets, _, plan = searcher.top_k_planned(vector, tf, k=K)
+            scores = vectors[want] @ vector
+            assert offsets.tolist() == [want[j] for j in np.argsort(-scores, kind="stable")[:K]], plan

@@ -103,3 +103,52 @@ def test_a_dimension_the_kernel_does_not_take_is_estimated_in_numpy():
     assert prepared.rows is None and quantized.first_pass_cost(10) == quantized.NUMPY_INT8_COST
     est = estimate(quantize(x, scale), prepared)
     assert (upper_bounds(est, prepared) >= x.astype(np.float64) @ q).all()
+
+
+@pytest.mark.parametrize("kind", ["uniform", "clustered"])
+def test_certified_top_scores_each_row_once_in_two_rounds(kind):
+    x = _data(kind, n=30_000)
+    scale = int8_scale(np.abs(x).max(axis=0))
+    rng = np.random.default_rng(5)
+    q = _unit(x[7] + 0.05 * rng.standard_normal(x.shape[1]))
+    prepared = prepare(q, scale)
+    est = estimate(quantize(x, scale), prepared)
+    scored: list[np.ndarray] = []
+
+    def exact(keys):
+        scored.append(np.asarray(keys))
+        return x[keys] @ q
+
+    got, _ = certified_top(np.arange(len(x)), est, exact, 10, bound=estimate_bound(prepared))
+    truth = np.argsort(-(x.astype(np.float64) @ q), kind="stable")[:10]
+    assert set(got.tolist()) == set(truth.tolist())
+    every = np.concatenate(scored)
+    assert len(scored) <= 2 and len(every) == len(np.unique(every))
+    # the second round is the minimal one: every row whose bound beats the 10th exact score, and no other
+    tenth = np.sort(x[got] @ q)[0]
+    must = np.flatnonzero(upper_bounds(est, prepared) > tenth)
+    assert set(must.tolist()) <= set(every.tolist())
+    assert len(every) <= max(quantized.FIRST_SHORTLIST, len(must)) + quantized.FIRST_SHORTLIST
+
+
+def test_certified_top_over_a_range_never_returns_a_row_the_filter_drops():
+    x = _data("clustered", n=20_000)
+    scale = int8_scale(np.abs(x).max(axis=0))
+    q = x[11]
+    prepared = prepare(q, scale)
+    first = 1_000  # keys of a contiguous range: first + i
+    est = estimate(quantize(x[first:], scale), prepared)
+    passes = lambda keys: keys % 3 == 0  # noqa: E731 - the filter: a third of the rows
+
+    def exact(keys):
+        out = np.full(len(keys), -np.inf, dtype=np.float32)
+        out[passes(keys)] = x[keys[passes(keys)]] @ q
+        return out
+
+    got, scores = certified_top(first, est, exact, 10, bound=estimate_bound(prepared))
+    rows = np.arange(first, len(x))[passes(np.arange(first, len(x)))]
+    truth = rows[np.argsort(-(x[rows].astype(np.float64) @ q), kind="stable")[:10]]
+    assert got.tolist() == truth.tolist() and np.isfinite(scores).all()
+    # fewer passing rows than asked for: all of them, nothing else
+    got, _ = certified_top(first, est[:30], exact, 50, bound=estimate_bound(prepared))
+    assert sorted(got.tolist()) == [k for k in range(first, first + 30) if k % 3 == 0]
