@@ -193,6 +193,12 @@ class TimePartitionedIndex:
             ok &= s["max_recorded"] <= int(time_filter.as_of.timestamp() * 1_000_000)
         return ok
 
+    def inside_rows(self, time_filter: TimeFilter) -> int:
+        """Rows of the tree's leaves whose every row passes ``time_filter``: no cover takes more rows from
+        inside nodes (a node is inside only when its leaves are), so every other candidate is a boundary row."""
+        leaf = (self.nodes["level"] == 0) & self.inside(time_filter)
+        return int((self.nodes["hi"][leaf] - self.nodes["lo"][leaf]).sum())
+
     def cover(self, positions: np.ndarray, time_filter: TimeFilter) -> Cover:
         """Split sorted candidate ``positions`` into inside nodes (at most two per level) and boundary rows."""
         inside = self.inside(time_filter)
@@ -220,7 +226,8 @@ class TimePartitionedIndex:
                 first = self.level_first[int(level[node]) - 1] + 2 * (node - self.level_first[int(level[node])])
                 stack.extend(c for c in (first, first + 1) if c < self.level_first[int(level[node])] and
                              level[c] == level[node] - 1)
-        cover.boundary = np.sort(np.concatenate(boundary)) if boundary else cover.boundary
+        boundary.append(positions[np.searchsorted(positions, hi[self.root]):])  # past the tree: unknown time
+        cover.boundary = np.sort(np.concatenate(boundary))
         cover.scored_rows += len(cover.boundary)
         cover.expected_recall = recall
         return cover

@@ -310,6 +310,8 @@ class Searcher:
         exact_cost, best_plan, best_detail = min(options, key=lambda o: o[0])
         if not self.approximate or cand.count <= EXACT_MAX_ROWS or not ti.has_ivf:
             return best_plan, best_detail
+        if GATHER_COST * (indexed - ti.inside_rows(time_filter)) >= exact_cost:  # its boundary rows alone cost more
+            return best_plan, best_detail
         cover = ti.cover(cand.positions(ti), time_filter)
         work = cover.scored_rows + late
         if work <= 0.5 * cand.count and cover.expected_recall >= MIN_RECALL and GATHER_COST * cover.scored_rows < exact_cost:

@@ -198,3 +198,31 @@ def test_candidates_and_the_hull_of_their_time_positions(tables):
             offsets, _, plan = searcher.top_k_planned(vector, tf, k=K)
             scores = vectors[want] @ vector
             assert offsets.tolist() == [want[j] for j in np.argsort(-scores, kind="stable")[:K]], plan
+
+
+def test_the_approximate_path_keeps_rows_of_unknown_time_when_they_are_admitted(tables, numpy_first_pass):
+    table, rows, vectors, _ = tables["clustered"]
+    searcher = Searcher(table, temporal_weight=0.0)
+    unknown = [i for i, r in enumerate(rows) if not r["intervals"]]
+    inside, _ = _truth(rows, vectors, WIDE, vectors[0])
+    tf = TimeFilter(event=(WIDE,), admit_unknown=True)
+    for row in unknown[:3]:  # a row of unknown time is its own best match: the tree must not lose it
+        offsets, scores, plan = searcher.top_k_planned(vectors[row], tf, k=K)
+        assert plan.path == "approximate" and plan.layout == "tree"
+        assert int(offsets[0]) == row and scores[0] == pytest.approx(1.0, abs=1e-5)
+        assert set(offsets.tolist()) <= inside | set(unknown)
+
+
+def test_the_planner_skips_the_tree_when_its_boundary_alone_costs_more(tables, numpy_first_pass):
+    table, rows, _, _ = tables["clustered"]
+    searcher = Searcher(table, temporal_weight=0.0)
+    ti = searcher.time_index
+    month = Interval(datetime(2001, 1, 1, tzinfo=UTC), datetime(2001, 2, 1, tzinfo=UTC))  # narrower than a leaf
+    tf = TimeFilter(event=(month,))
+    assert ti.inside_rows(tf) == 0
+    calls = []
+    ti.cover = lambda *a: calls.append(a)  # never asked: every candidate of a window no leaf lies inside is boundary
+    plan, _ = searcher.plan(tf)
+    assert plan.path == "exact" and not calls and plan.candidates > 0
+    wide = TimeFilter(event=(WIDE,))
+    assert ti.inside_rows(wide) >= 0.5 * searcher.count(wide)  # a wide window: most candidates in inside leaves
