@@ -8,12 +8,12 @@ the intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``):
 
 * ``starts`` / ``ends`` — int64 µs since the epoch (UTC), half-open, open sides ``OPEN_PAST``/``OPEN_FUTURE``;
 
-and per *row*: ``valid_from`` / ``valid_until`` (valid time), ``recorded_at`` (transaction time) and
-``time_known`` (``time_status == "known"``). Per-interval attributes (e.g. a ``kind`` weight) go beside
+and per *row*: ``valid_from`` / ``valid_until`` (valid time), ``recorded_at`` (transaction time); the rows
+without intervals are ``unknown_rows`` (unknown time). Per-interval attributes (e.g. a ``kind`` weight) go beside
 ``starts``; :meth:`IntervalIndex.focus` is the one place that turns a row's intervals into its temporal fit.
 The sorted endpoints hold each interval's row offset, so a query's candidate rows need no lookup.
 
-Memory: ≈ 46 bytes per interval (the arrays below, 20 of them the sorted endpoints) plus 37 bytes per row.
+Memory: ≈ 46 bytes per interval (the arrays below, 20 of them the sorted endpoints) plus 32 bytes per row.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
 OPEN_PAST = -(2**61)
 OPEN_FUTURE = 2**61
 SPARSE_HITS = 64  # fewer hits than rows / SPARSE_HITS: rows by sorting the hits, not by a mask over every row
-TIME_COLUMNS = ["intervals", "valid_from", "valid_until", "recorded_at", "time_status"]
+TIME_COLUMNS = ["intervals", "valid_from", "valid_until", "recorded_at"]
 
 
 def to_micros(column: pa.ChunkedArray | pa.Array, open_value: int) -> np.ndarray:
@@ -72,8 +72,6 @@ class IntervalIndex:
         self.valid_from = to_micros(data.column("valid_from"), OPEN_PAST)
         self.valid_until = to_micros(data.column("valid_until"), OPEN_FUTURE)
         self.recorded_at = to_micros(data.column("recorded_at"), OPEN_FUTURE)
-        self.time_known = pc.equal(data.column("time_status"), "known").fill_null(False).to_numpy(
-            zero_copy_only=False)
 
     @classmethod
     def from_dataset(cls, dataset: Any) -> IntervalIndex:
@@ -84,7 +82,7 @@ class IntervalIndex:
     def nbytes(self) -> int:
         """Bytes held by the arrays (the sorted endpoints included)."""
         arrays = (self.starts, self.ends, self.first_interval, self.valid_from,
-                  self.valid_until, self.recorded_at, self.time_known, self.unknown_rows)
+                  self.valid_until, self.recorded_at, self.unknown_rows)
         return sum(a.nbytes for a in arrays) + self._overlaps.nbytes
 
     def event_rows(self, time_filter: TimeFilter) -> np.ndarray:
