@@ -356,7 +356,20 @@ def print_cards(result: SearchResult, *, question: str | None = None, extent: st
         out.print(Panel(f"[dim]{escape(meta)}[/]\n{escape(text)}", title=f"[{n}] {escape(e.title or e.doc_id)}"))
 
 
-def _open_client(db: str) -> Any:
+def _question_config(timezone: str, fiscal_calendar: str | None) -> Any:
+    """The :class:`~diachron.retrieval.intent.IntentConfig` of ``--timezone`` / ``--fiscal-calendar``; a bad
+    one is refused in one line (exit 1)."""
+    from diachron.ingest.stages import StageConfig, check_stage_config
+    from diachron.retrieval.intent import IntentConfig
+
+    try:  # the same check and words as ingest's
+        fiscal = check_stage_config(StageConfig(timezone=timezone, fiscal_calendar=fiscal_calendar))
+    except ValueError as exc:  # ConfigError: an unknown zone, an unreadable fiscal calendar
+        raise _fail(str(exc)) from None
+    return IntentConfig(timezone=timezone, fiscal=fiscal)
+
+
+def _open_client(db: str, intent_config: Any = None) -> Any:
     """A Client on ``db`` whose model loads on a thread while the tables open (a cold ``ask`` overlaps both)."""
     import threading
 
@@ -370,7 +383,7 @@ def _open_client(db: str) -> Any:
     if "://" in db or Path(db).is_dir():  # else Client refuses it at once: no model load to overlap
         threading.Thread(target=embedder.warm_up, name="diachron-warm-up", daemon=True).start()
     try:
-        return Client(db, embedder=embedder)
+        return Client(db, embedder=embedder, intent_config=intent_config)
     except RetrievalError as exc:
         raise _fail(str(exc)) from None
 
@@ -387,6 +400,8 @@ def ask(
     k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=100, help="Number of evidence chunks (1–100).")] = 10,
     now: Annotated[str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")] = None,
     as_of: Annotated[str | None, typer.Option(help="Transaction-time bound (ISO-8601): what was known then.")] = None,
+    timezone: Annotated[str, typer.Option(help="IANA zone of the asker's calendar ('yesterday', '3pm').")] = "UTC",
+    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema_version 1.x).")] = False,
 ) -> None:
     """Answer QUESTION with chronologically ordered, cited evidence from the index."""
@@ -397,7 +412,11 @@ def ask(
         clock, known = parse_clock(now, "--now") or datetime.now(UTC), parse_clock(as_of, "--as-of")
     except QueryInputError as exc:
         raise _fail(str(exc)) from None
-    client = _open_client(db)
+    config = _question_config(timezone, fiscal_calendar)
+    if db.startswith(("http://", "https://")) and (timezone != "UTC" or fiscal_calendar):
+        raise _fail(f"a service reads questions in its own zone and fiscal calendar: start it with "
+                    f"`diachron serve --timezone … --fiscal-calendar …` instead of passing them to `ask --db {db}`")
+    client = _open_client(db, config)
     try:
         result = client.search(text, k=k, now=clock, as_of=known)
     except OverflowError:
@@ -454,15 +473,19 @@ def intent(
     as_json: Annotated[bool, typer.Option("--json", help="Print {schema_version, intent} as JSON.")] = False,
 ) -> None:
     """Read QUESTION's time (core query, intervals, relation, assumptions) without an index."""
-    from diachron.retrieval.intent import parse_question
+    from diachron.retrieval.intent import parse_intent
 
     try:
         text = check_question(question)
         clock = parse_clock(now, "--now") or datetime.now(UTC)
-        parsed = parse_question(text, now=clock, timezone=timezone, fiscal_calendar=fiscal_calendar)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    config = _question_config(timezone, fiscal_calendar)
+    try:
+        parsed = parse_intent(text, now=clock, config=config)
     except OverflowError:
         raise _fail(f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999") from None
-    except ValueError as exc:  # QueryInputError, an unknown zone or fiscal calendar, a too long question
+    except ValueError as exc:  # QueryInputError: a too long question
         raise _fail(str(exc)) from None
     if as_json:
         out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, "intent": parsed.to_dict()}))
@@ -481,13 +504,17 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     timeout: Annotated[float, typer.Option(help="Seconds a search may take before the service answers 504.")] = 30.0,
     max_pending: Annotated[int, typer.Option(help="Searches admitted at once (more get 503).")] = 64,
+    timezone: Annotated[str, typer.Option(help="IANA zone in which questions' 'yesterday', '3pm' are read.")] = "UTC",
+    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")] = None,
 ) -> None:
     """Serve the index over HTTP (/search, /intent, /health, /docs) and the page at http://HOST:PORT/."""
     from diachron.retrieval.errors import RetrievalError
     from diachron.service import ServiceConfig, create_app
 
+    config = ServiceConfig(db=db, timeout_s=timeout, max_pending=max_pending,
+                           intent=_question_config(timezone, fiscal_calendar))
     try:
-        application = create_app(ServiceConfig(db=db, timeout_s=timeout, max_pending=max_pending))
+        application = create_app(config)
     except RetrievalError as exc:
         raise _fail(str(exc)) from None
     import uvicorn

@@ -95,6 +95,13 @@ def test_every_option_has_help_text():
     (["ask", "   "], "the question is empty"),
     (["ask", "How did IBM do in 2011?", "--now", "9999-12-31T23:00:00-05:00"], "out of range"),
     (["ask", "How did IBM do in 2011?", "--as-of", "last week"], "ISO-8601"),
+    (["ask", "How did IBM do yesterday?", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus' for --timezone"),
+    (["intent", "How did IBM do yesterday?", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus' for --timezone"),
+    (["ask", "How did IBM do in FY11?", "--fiscal-calendar", "banana"], "bad fiscal calendar 'banana' for --fiscal-calendar"),
+    (["intent", "How did IBM do in FY11?", "--fiscal-calendar", "banana"], "bad fiscal calendar 'banana' for --fiscal-calendar"),
+    (["ask", "How did IBM do yesterday?", "--db", "http://127.0.0.1:9", "--timezone", "Europe/Berlin"],
+     "a service reads questions in its own zone"),
+    (["serve", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),
 ])
 def test_ask_refuses_bad_input_in_one_line(argv, words):
     result = runner.invoke(app, argv)
@@ -293,3 +300,62 @@ def test_ask_imports_no_ray_spacy_or_great_expectations(stock_db):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.integration
+def test_ask_reads_the_question_in_the_asker_s_zone_and_fiscal_calendar(stock_db):
+    """``ask`` takes ``--timezone`` / ``--fiscal-calendar`` as ``intent`` does (a new user's finding: only
+    ``intent`` had them). At 02:00Z on 17 April 2026 it is 22:00 on the 16th in New York (EDT, UTC-4), so
+    "yesterday" is 15 April there: [15 Apr 04:00Z, 16 Apr 04:00Z). Microsoft's fiscal year ends in June
+    ("7:end": FY2011 = July 2010 to June 2011)."""
+    argv = ["ask", "What happened yesterday?", "--db", stock_db[0], "--now", "2026-04-17T02:00:00Z", "--json"]
+    result = runner.invoke(app, [*argv, "--timezone", "America/New_York"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["intent"]["intervals"] == [
+        {"start": "2026-04-15T04:00:00Z", "end": "2026-04-16T04:00:00Z", "granularity": "day"}]
+    utc = json.loads(runner.invoke(app, argv).stdout)["intent"]["intervals"]  # the default zone: UTC's 16 April
+    assert [(i["start"], i["end"]) for i in utc] == [("2026-04-16T00:00:00Z", "2026-04-17T00:00:00Z")]
+    result = runner.invoke(app, ["ask", "How did Microsoft Corp. (MSFT) stock do in FY2011?", "--db", stock_db[0],
+                                 "--fiscal-calendar", "7:end", "-k", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    [window] = payload["intent"]["intervals"]
+    assert (window["start"], window["end"]) == ("2010-07-01T00:00:00Z", "2011-07-01T00:00:00Z")
+    assert payload["evidence"] and all(e["doc_id"].startswith("stock-MSFT-") for e in payload["evidence"])
+
+
+@pytest.mark.integration
+def test_serve_reads_questions_in_its_zone(stock_db):
+    """``diachron serve --timezone``: the service's /intent reads "yesterday" in that zone (a real process on
+    127.0.0.1; the same hand-worked window as the ``ask`` test above)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = "import sys\nfrom diachron.cli import app\nsys.argv = sys.argv[1:]\napp()\n"
+    server = subprocess.Popen([sys.executable, "-c", script, "diachron", "serve", "--db", stock_db[0], "--port",
+                               str(port), "--timezone", "America/New_York"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, server.stderr.read()
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/intent", timeout=2,
+                                   params={"question": "What happened yesterday?", "now": "2026-04-17T02:00:00Z"})
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "diachron serve did not answer within 120 s"
+                time.sleep(0.3)
+        [window] = answer.json()["intent"]["intervals"]
+        assert (window["start"], window["end"]) == ("2026-04-15T04:00:00Z", "2026-04-16T04:00:00Z")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
