@@ -33,7 +33,7 @@ __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
 
 OPEN_PAST = -(2**61)
 OPEN_FUTURE = 2**61
-SPARSE_HITS = 64  # fewer hits than rows / SPARSE_HITS: rows by sorting the hits, not by a mask over every row
+SPARSE_HITS = 64  # fewer rows than all rows / SPARSE_HITS: sort those rows instead of a pass over every row
 TIME_COLUMNS = ["intervals", "valid_from", "valid_until", "recorded_at"]
 
 
@@ -91,49 +91,30 @@ class IntervalIndex:
         hits = [self._overlaps.overlapping(*bounds(q)) for q in time_filter.event]
         return np.concatenate(hits) if hits else np.empty(0, dtype=np.int32)
 
-    def candidates(self, time_filter: TimeFilter) -> np.ndarray:
-        """Sorted int64 row offsets passing ``time_filter`` exactly (the rule of :meth:`mask`); few event
-        hits are sorted instead of marking every row."""
-        if time_filter.event and not time_filter.admit_unknown:
-            hit_rows = self.event_rows(time_filter)
-            if len(hit_rows) * SPARSE_HITS <= self.num_rows:  # few hits: sorting them beats a pass over every row
-                rows = np.unique(hit_rows).astype(np.int64)
-                return rows[self._other_clauses(rows, time_filter)]
-            return np.flatnonzero(self.mask(time_filter, hit_rows))
-        return np.flatnonzero(self.mask(time_filter))
-
-    def mask(self, time_filter: TimeFilter, hit_rows: np.ndarray | None = None) -> np.ndarray:
+    def mask(self, time_filter: TimeFilter) -> np.ndarray:
         """Bool ``(num_rows,)``: which rows pass ``time_filter`` exactly.
 
         Event filter: a row with some interval overlapping some query interval (rows of unknown time have
         none; with ``admit_unknown`` they pass too). Valid filter: the row's ``[valid_from, valid_until)``
         overlaps some interval. ``as_of``: ``recorded_at <= as_of``. Open sides are unbounded; an empty
-        filter passes every row. ``hit_rows``: the event clause's rows when already known.
+        filter passes every row.
         """
         if time_filter.event:
             mask = np.zeros(self.num_rows, dtype=bool)
-            mask[self.event_rows(time_filter) if hit_rows is None else hit_rows] = True
+            mask[self.event_rows(time_filter)] = True
             if time_filter.admit_unknown:  # tier 2: rows of unknown time (diachron.retrieval.tiers)
                 mask[self.unknown_rows] = True
         else:
             mask = np.ones(self.num_rows, dtype=bool)
-        if time_filter.valid or time_filter.as_of is not None:
-            mask &= self._other_clauses(None, time_filter)
-        return mask
-
-    def _other_clauses(self, rows: np.ndarray | None, time_filter: TimeFilter) -> np.ndarray:
-        """Bool per row of ``rows`` (``None``: every row): the valid-time and ``as_of`` clauses pass."""
-        index = slice(None) if rows is None else rows
-        ok = np.ones(self.num_rows if rows is None else len(rows), dtype=bool)
         if time_filter.valid:
-            any_q = np.zeros(len(ok), dtype=bool)
+            any_q = np.zeros(self.num_rows, dtype=bool)
             for q in time_filter.valid:
                 start, end = bounds(q)
-                any_q |= (self.valid_from[index] < end) & (self.valid_until[index] > start)
-            ok &= any_q
+                any_q |= (self.valid_from < end) & (self.valid_until > start)
+            mask &= any_q
         if time_filter.as_of is not None:
-            ok &= self.recorded_at[index] <= int(time_filter.as_of.timestamp() * 1_000_000)
-        return ok
+            mask &= self.recorded_at <= int(time_filter.as_of.timestamp() * 1_000_000)
+        return mask
 
     def focus(self, offsets: np.ndarray, time_filter: TimeFilter) -> np.ndarray:
         """Temporal fit of rows to the event filter (:func:`diachron.retrieval.tiers.row_fit`), in [0, 1].

@@ -194,11 +194,12 @@ def certified_top(keys: np.ndarray | int, values: np.ndarray, exact: Callable[[n
         pick, outside = _largest(values, m)
         chosen = np.unique(key(pick)) if distinct else key(pick)
         scores = np.asarray(exact(chosen), dtype=np.float32)
-        finite = int(np.isfinite(scores).sum())
-        if outside is None or (finite >= depth and upper(outside) <= np.partition(scores, -depth)[-depth]):
+        if outside is None:
             break
-        if finite >= depth:  # everything whose bound beats the depth-th exact score, in one pass
+        if int(np.isfinite(scores).sum()) >= depth:  # everything whose bound beats the depth-th exact score
             kth = float(np.partition(scores, -depth)[-depth])
+            if upper(outside) <= kth:
+                break
             more = values > _threshold(upper, kth, outside)
             more[pick] = False
             rest = key(np.flatnonzero(more))
