@@ -12,13 +12,17 @@ from airflow.sdk import task
 
 
 @task
-def discover(params: Any = None, dag_run: Any = None, data_interval_start: Any = None,
-             data_interval_end: Any = None) -> dict[str, Any]:
+def discover(
+    params: Any = None, dag_run: Any = None, data_interval_start: Any = None, data_interval_end: Any = None
+) -> dict[str, Any]:
     from diachron.ingest import orchestration as o
 
     with o.fail_fast():
-        return o.discover(o.resolve_settings(params, o.edge_lookup), run_key=dag_run.run_id,
-                          data_interval=(data_interval_start, data_interval_end))
+        return o.discover(
+            o.resolve_settings(params, o.edge_lookup),
+            run_key=dag_run.run_id,
+            data_interval=(data_interval_start, data_interval_end),
+        )
 
 
 @task
@@ -42,7 +46,12 @@ def finalize(manifest: dict[str, Any], results: Any, dag: Any = None, dag_run: A
     from diachron.ingest import orchestration as o
 
     with o.fail_fast():
-        return o.finalize(manifest, [results[i] for i in range(len(results or []))], dag_id=dag.dag_id, started_at=dag_run.start_date)
+        return o.finalize(
+            manifest,
+            [results[i] for i in range(len(results or []))],
+            dag_id=dag.dag_id,
+            started_at=dag_run.start_date,
+        )
 
 
 def ingest_graph() -> None:

@@ -20,8 +20,12 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("DIACHRON_RETRY_DELAY_SECON
     schedule=None,
     start_date=datetime(2025, 1, 1, tzinfo=UTC),
     catchup=False,
-    default_args={"retries": 3, "retry_delay": RETRY_DELAY, "retry_exponential_backoff": 2.0,
-                  "max_retry_delay": timedelta(minutes=30)},
+    default_args={
+        "retries": 3,
+        "retry_delay": RETRY_DELAY,
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(minutes=30),
+    },
     params={
         "sources": Param([], type="array", minItems=1, description="source files, folders or globs"),
         "valid_from": Param(None, type=["null", "string"], description="window start, ISO-8601 (inclusive)"),
@@ -30,11 +34,15 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("DIACHRON_RETRY_DELAY_SECON
         "db_uri": Param(None, type=["null", "string"], description="LanceDB URI"),
         "staging_dir": Param(None, type=["null", "string"], description="shared staging directory"),
         "max_shards": Param(None, type=["null", "integer"], minimum=1),
-        "series_field": Param(None, type=["null", "string"],
-                              description="record field naming the series (e.g. package); default: inferred"),
+        "series_field": Param(
+            None,
+            type=["null", "string"],
+            description="record field naming the series (e.g. package); default: inferred",
+        ),
         "version_field": Param(None, type=["null", "string"], description="record field holding the version"),
-        "fail_first_attempts": Param(0, type="integer", minimum=0,
-                                     description="fault injection: shard attempts that crash mid-write"),
+        "fail_first_attempts": Param(
+            0, type="integer", minimum=0, description="fault injection: shard attempts that crash mid-write"
+        ),
     },
     tags=["diachron", "ingest"],
 )

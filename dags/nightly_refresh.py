@@ -22,19 +22,27 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("DIACHRON_RETRY_DELAY_SECON
     start_date=datetime(2025, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 3, "retry_delay": RETRY_DELAY, "retry_exponential_backoff": 2.0,
-                  "max_retry_delay": timedelta(minutes=30)},
+    default_args={
+        "retries": 3,
+        "retry_delay": RETRY_DELAY,
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(minutes=30),
+    },
     params={
         "sources": Param(None, type=["null", "array"], description="source files, folders or globs"),
         "db_uri": Param(None, type=["null", "string"], description="LanceDB URI"),
         "staging_dir": Param(None, type=["null", "string"], description="shared staging directory"),
         "max_shards": Param(None, type=["null", "integer"], minimum=1),
         "shard_docs": Param(None, type=["null", "integer"], minimum=1),
-        "series_field": Param(None, type=["null", "string"],
-                              description="record field naming the series (e.g. package); default: inferred"),
+        "series_field": Param(
+            None,
+            type=["null", "string"],
+            description="record field naming the series (e.g. package); default: inferred",
+        ),
         "version_field": Param(None, type=["null", "string"], description="record field holding the version"),
-        "fail_first_attempts": Param(0, type="integer", minimum=0,
-                                     description="fault injection: shard attempts that crash mid-write"),
+        "fail_first_attempts": Param(
+            0, type="integer", minimum=0, description="fault injection: shard attempts that crash mid-write"
+        ),
     },
     tags=["diachron", "ingest"],
 )

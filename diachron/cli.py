@@ -30,8 +30,14 @@ class _OneLineErrors(TyperGroup):
     """Every error in one style: one line ``error: …`` on stderr. A usage error (unknown option, bad value,
     missing argument) exits 2 and names the ``--help`` to read; our own refusals (``_fail``) exit 1."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         argv = sys.argv[1:] if args is None else list(args)
         if not standalone_mode or not argv:  # bare `diachron`: the help, as before
             return super().main(args, prog_name, complete_var, standalone_mode=standalone_mode, **extra)
@@ -55,8 +61,13 @@ def _echo(line: str) -> None:
     typer.echo(line, err=True)
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_OneLineErrors, pretty_exceptions_enable=False,
-                  help="diachron: time-aware retrieval-augmented generation (TA-RAG on LanceDB).")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    cls=_OneLineErrors,
+    pretty_exceptions_enable=False,
+    help="diachron: time-aware retrieval-augmented generation (TA-RAG on LanceDB).",
+)
 console = Console(stderr=True)
 out = Console()
 
@@ -64,14 +75,29 @@ DEFAULT_DB = "data/diachron.lancedb"
 DbOption = Annotated[str, typer.Option("--db", help="LanceDB URI (local directory or object store).")]
 _SOURCE_SUFFIXES = {".jsonl", ".json", ".ndjson", ".parquet"}
 #: third-party loggers that are quiet unless -v: Ray (and Ray Data), Lance, the model libraries, HTTP
-_NOISY = ("ray", "ray.data", "lance", "lancedb", "transformers", "sentence_transformers", "httpx", "urllib3",
-          "uvicorn", "uvicorn.access", "great_expectations", "filelock", "huggingface_hub")
+_NOISY = (
+    "ray",
+    "ray.data",
+    "lance",
+    "lancedb",
+    "transformers",
+    "sentence_transformers",
+    "httpx",
+    "urllib3",
+    "uvicorn",
+    "uvicorn.access",
+    "great_expectations",
+    "filelock",
+    "huggingface_hub",
+)
 
 
 @app.callback()
-def _main(verbose: Annotated[bool, typer.Option("-v", "--verbose",
-                                                help="Show third-party log lines (Ray, Lance, model loading).")] = False
-          ) -> None:
+def _main(
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Show third-party log lines (Ray, Lance, model loading).")
+    ] = False,
+) -> None:
     """diachron: time-aware retrieval-augmented generation (TA-RAG on LanceDB)."""
     _configure_logging(verbose)
 
@@ -91,8 +117,12 @@ def _configure_logging(verbose: bool) -> None:
         os.environ[var] = level
     os.environ["TRANSFORMERS_VERBOSITY"] = "info" if verbose else "error"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "0" if verbose else "1"
-    os.environ["RAY_DEDUP_LOGS"] = "1"  # Ray's C++ notices on fd 2 are filtered per command (diachron/ray_noise.py)
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    os.environ["RAY_DEDUP_LOGS"] = (
+        "1"  # Ray's C++ notices on fd 2 are filtered per command (diachron/ray_noise.py)
+    )
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     for name in _NOISY:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
     if not verbose:
@@ -114,7 +144,9 @@ def _check_sources(sources: list[str]) -> None:
             continue
         path = Path(source)
         if not path.exists():
-            raise _fail(f"source not found: {source!r} (a .jsonl/.parquet file, a folder of .txt/.md, or 'sotu')")
+            raise _fail(
+                f"source not found: {source!r} (a .jsonl/.parquet file, a folder of .txt/.md, or 'sotu')"
+            )
         if path.is_file() and path.suffix.lower() not in _SOURCE_SUFFIXES:
             raise _fail(f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')")
         if not os.access(path, os.R_OK):
@@ -128,7 +160,9 @@ def _instant(value: str | None, flag: str) -> datetime | None:
     try:
         return parse_instant(value)
     except ValueError:
-        raise _fail(f"{flag} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z (not {value!r})") from None
+        raise _fail(
+            f"{flag} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z (not {value!r})"
+        ) from None
 
 
 def _ingest(sources: list[str], db: str, **options: Any) -> Any:
@@ -145,10 +179,24 @@ def _ingest(sources: list[str], db: str, **options: Any) -> Any:
                 sys.modules["ray"].shutdown()  # its farewell lines pass the filter too
 
 
-def _run_ingest(sources: list[str], db: str, terminal: Any, *, all_sotu: bool, annotator: str, model: str | None,
-                fiscal_calendar: str | None, timezone: str, max_tokens: int | None, ray_address: str | None,
-                series_field: str | None = None, version_field: str | None = None, max_text_chars: int | None = None,
-                split_large: bool = False, quiet: bool = False) -> Any:
+def _run_ingest(
+    sources: list[str],
+    db: str,
+    terminal: Any,
+    *,
+    all_sotu: bool,
+    annotator: str,
+    model: str | None,
+    fiscal_calendar: str | None,
+    timezone: str,
+    max_tokens: int | None,
+    ray_address: str | None,
+    series_field: str | None = None,
+    version_field: str | None = None,
+    max_text_chars: int | None = None,
+    split_large: bool = False,
+    quiet: bool = False,
+) -> Any:
     """One ingest with progress on ``terminal`` (stderr; :class:`~diachron.progress.IngestProgress`)."""
     from diachron.progress import IngestProgress
 
@@ -158,9 +206,16 @@ def _run_ingest(sources: list[str], db: str, terminal: Any, *, all_sotu: bool, a
     check_location(db)  # a file or read-only --db: refused before Ray starts (the rest at run_ingest's start)
     from diachron.ingest.stages import StageConfig, check_stage_config
 
-    stages = StageConfig(max_tokens=max_tokens, annotator=annotator, timezone=timezone,
-                         fiscal_calendar=fiscal_calendar, annotator_options={"model": model} if model else {})
-    check_stage_config(stages)  # a bad --timezone / --fiscal-calendar / --annotator: one line, before Ray starts
+    stages = StageConfig(
+        max_tokens=max_tokens,
+        annotator=annotator,
+        timezone=timezone,
+        fiscal_calendar=fiscal_calendar,
+        annotator_options={"model": model} if model else {},
+    )
+    check_stage_config(
+        stages
+    )  # a bad --timezone / --fiscal-calendar / --annotator: one line, before Ray starts
     if not _VERBOSE:  # Ray Data configures its own logger on import: quiet it after, not before
         import ray.data  # noqa: F401
 
@@ -170,38 +225,81 @@ def _run_ingest(sources: list[str], db: str, terminal: Any, *, all_sotu: bool, a
     from diachron.ingest.sources import SourceLimits
     from diachron.ingest.versioning import LineageConfig
 
-    limits = SourceLimits(**({"max_text_chars": max_text_chars} if max_text_chars else {}),
-                          oversize="split" if split_large else "quarantine")
-    config = IngestConfig(db_uri=db, stages=stages, sotu_years=None if all_sotu else (1920, 1940),
-                          ray_address=ray_address or os.environ.get("RAY_ADDRESS") or None, limits=limits,
-                          lineage=LineageConfig(series_field=series_field, version_field=version_field))
+    limits = SourceLimits(
+        **({"max_text_chars": max_text_chars} if max_text_chars else {}),
+        oversize="split" if split_large else "quarantine",
+    )
+    config = IngestConfig(
+        db_uri=db,
+        stages=stages,
+        sotu_years=None if all_sotu else (1920, 1940),
+        ray_address=ray_address or os.environ.get("RAY_ADDRESS") or None,
+        limits=limits,
+        lineage=LineageConfig(series_field=series_field, version_field=version_field),
+    )
     with IngestProgress(terminal, f"ingest {' '.join(sources)}", quiet=quiet) as progress:
         summary = run_ingest(sources, config, progress=progress)
     if not quiet:
-        console.print(f"[green]run {summary.run_id}[/]: {summary.documents_seen} documents seen, "
-                      f"{summary.documents_unchanged} unchanged, {summary.documents_written} written, "
-                      f"{summary.chunks_written} chunks, {summary.quarantined} quarantined, "
-                      f"{summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s)", soft_wrap=True)
+        console.print(
+            f"[green]run {summary.run_id}[/]: {summary.documents_seen} documents seen, "
+            f"{summary.documents_unchanged} unchanged, {summary.documents_written} written, "
+            f"{summary.chunks_written} chunks, {summary.quarantined} quarantined, "
+            f"{summary.seconds:.1f} s ({summary.chunks_per_second:.1f} chunks/s)",
+            soft_wrap=True,
+        )
     return summary
 
 
 @app.command()
 def ingest(
-    sources: Annotated[list[str], typer.Argument(help="JSONL/Parquet files, folders of .txt/.md, or 'sotu'.")],
+    sources: Annotated[
+        list[str], typer.Argument(help="JSONL/Parquet files, folders of .txt/.md, or 'sotu'.")
+    ],
     db: DbOption = DEFAULT_DB,
-    all_sotu: Annotated[bool, typer.Option("--all", help="Take the whole sotu corpus, not 1920–1940.")] = False,
+    all_sotu: Annotated[
+        bool, typer.Option("--all", help="Take the whole sotu corpus, not 1920–1940.")
+    ] = False,
     annotator: Annotated[str, typer.Option(help="Annotation backend: rules | vllm.")] = "rules",
     model: Annotated[str | None, typer.Option(help="LLM model path/name for --annotator vllm.")] = None,
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb 2022–Jan 2023). Words also work.")] = None,
+    fiscal_calendar: Annotated[
+        str | None,
+        typer.Option(
+            help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb 2022–Jan 2023). Words also work."
+        ),
+    ] = None,
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
-    max_tokens: Annotated[int | None, typer.Option(help="Chunk size in tokens (default: embedder maximum).")] = None,
-    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: $RAY_ADDRESS or local).")] = None,
-    series_field: Annotated[str | None, typer.Option(help="Record field naming each document's series (e.g. 'package'); default: series_id, else inferred from supersedes chains.")] = None,
-    version_field: Annotated[str | None, typer.Option(help="Record field holding the version string (default: version).")] = None,
-    max_text_chars: Annotated[int | None, typer.Option(help="Longest text kept as one document (default 2,000,000 characters); longer ones are quarantined, or split with --split-large.")] = None,
-    split_large: Annotated[bool, typer.Option("--split-large", help="Ingest a text over --max-text-chars in parts (<doc_id>#part-k) instead of quarantining it.")] = False,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Chunk size in tokens (default: embedder maximum).")
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster address (default: $RAY_ADDRESS or local).")
+    ] = None,
+    series_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Record field naming each document's series (e.g. 'package'); default: series_id, else inferred from supersedes chains."
+        ),
+    ] = None,
+    version_field: Annotated[
+        str | None, typer.Option(help="Record field holding the version string (default: version).")
+    ] = None,
+    max_text_chars: Annotated[
+        int | None,
+        typer.Option(
+            help="Longest text kept as one document (default 2,000,000 characters); longer ones are quarantined, or split with --split-large."
+        ),
+    ] = None,
+    split_large: Annotated[
+        bool,
+        typer.Option(
+            "--split-large",
+            help="Ingest a text over --max-text-chars in parts (<doc_id>#part-k) instead of quarantining it.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="No progress or summary on stderr (errors still show).")] = False,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="No progress or summary on stderr (errors still show).")
+    ] = False,
 ) -> None:
     """Ingest documents into a bitemporal LanceDB index (chunk, annotate, embed, validate, write).
 
@@ -211,23 +309,39 @@ def ingest(
     from diachron.schemas.errors import TerminalError
 
     try:
-        summary = _ingest(sources, db, all_sotu=all_sotu, annotator=annotator, model=model,
-                          fiscal_calendar=fiscal_calendar, timezone=timezone, max_tokens=max_tokens,
-                          ray_address=ray_address, series_field=series_field, version_field=version_field,
-                          max_text_chars=max_text_chars, split_large=split_large, quiet=quiet)
+        summary = _ingest(
+            sources,
+            db,
+            all_sotu=all_sotu,
+            annotator=annotator,
+            model=model,
+            fiscal_calendar=fiscal_calendar,
+            timezone=timezone,
+            max_tokens=max_tokens,
+            ray_address=ray_address,
+            series_field=series_field,
+            version_field=version_field,
+            max_text_chars=max_text_chars,
+            split_large=split_large,
+            quiet=quiet,
+        )
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
         raise _fail(" ".join(str(exc).split())) from None
     except typer.Exit:
         raise
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (a half-committed run is repaired by the next)
-        raise _fail("ingest interrupted — re-running is safe (writes are idempotent; the next run completes or "
-                    "replaces this one's rows)") from None
+        raise _fail(
+            "ingest interrupted — re-running is safe (writes are idempotent; the next run completes or "
+            "replaces this one's rows)"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - e.g. Ray timing out at start on an overloaded machine
         if _VERBOSE:
             raise
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise _fail(f"ingest failed ({type(exc).__name__}): {first} — `diachron -v ingest …` shows the traceback; "
-                    "re-running is safe (writes are idempotent)") from None
+        raise _fail(
+            f"ingest failed ({type(exc).__name__}): {first} — `diachron -v ingest …` shows the traceback; "
+            "re-running is safe (writes are idempotent)"
+        ) from None
     if as_json:
         from dataclasses import asdict
 
@@ -237,8 +351,13 @@ def ingest(
 @app.command()
 def annotate(
     text: Annotated[str, typer.Argument(help="Text to annotate ('-' reads standard input).")],
-    published_at: Annotated[str | None, typer.Option(help="Publication time (ISO-8601); relative dates resolve against it.")] = None,
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end' (FY23 = Feb 2022–Jan 2023).")] = None,
+    published_at: Annotated[
+        str | None, typer.Option(help="Publication time (ISO-8601); relative dates resolve against it.")
+    ] = None,
+    fiscal_calendar: Annotated[
+        str | None,
+        typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end' (FY23 = Feb 2022–Jan 2023)."),
+    ] = None,
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
     as_json: Annotated[bool, typer.Option("--json", help="Print the chunks and intervals as JSON.")] = False,
 ) -> None:
@@ -265,21 +384,41 @@ def annotate(
     stage1 = annotator.annotate_document(DocumentContext(doc_id, "", body[:1500], body[-1500:], published))
     chunks = chunker.chunk(body)
     notes = annotator.annotate_chunks([c.text for c in chunks], doc=stage1)
-    payload = {"schema_version": SCHEMA_VERSION, "published_at": format_instant(stage1.published_at),
-               "published_at_source": stage1.published_at_source, "abstract": stage1.abstract, "chunks": []}
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "published_at": format_instant(stage1.published_at),
+        "published_at_source": stage1.published_at_source,
+        "abstract": stage1.abstract,
+        "chunks": [],
+    }
     times = document_times(body, [c.span for c in chunks], notes, stage1.published_at)
     for c, when in zip(chunks, times, strict=True):
-        payload["chunks"].append({"chunk_id": chunk_id(doc_id, c.seq, c.text), "text": c.text,
-                                  "time_source": when.time_source,
-                                  "intervals": [{**sp.interval.to_dict(), "kind": sp.kind, "provenance": sp.provenance,
-                                                 "text": sp.text} for sp in when.spans]})
+        payload["chunks"].append(
+            {
+                "chunk_id": chunk_id(doc_id, c.seq, c.text),
+                "text": c.text,
+                "time_source": when.time_source,
+                "intervals": [
+                    {**sp.interval.to_dict(), "kind": sp.kind, "provenance": sp.provenance, "text": sp.text}
+                    for sp in when.spans
+                ],
+            }
+        )
     if as_json:
         out.print_json(json.dumps(payload))
         return
-    out.print(f"published_at: {payload['published_at']} ({payload['published_at_source']})\nabstract: {payload['abstract']}")
+    out.print(
+        f"published_at: {payload['published_at']} ({payload['published_at_source']})\nabstract: {payload['abstract']}"
+    )
     for c in payload["chunks"]:
-        spans = ", ".join(f"[{i['start']}, {i['end']}) {i['kind']}" + (f" ({i['provenance']})" if i["provenance"] else "")
-                          for i in c["intervals"]) or "none"
+        spans = (
+            ", ".join(
+                f"[{i['start']}, {i['end']}) {i['kind']}"
+                + (f" ({i['provenance']})" if i["provenance"] else "")
+                for i in c["intervals"]
+            )
+            or "none"
+        )
         out.print(f"- {c['chunk_id']} ({c['time_source']}): {spans}")
 
 
@@ -293,7 +432,9 @@ def _answer_for(e: Evidence) -> str:
 def _status(e: Evidence) -> str:
     status = "current"
     if e.superseded_by:
-        status = f"superseded by {e.superseded_by}" + (f" on {human_instant(e.valid_until)}" if e.valid_until else "")
+        status = f"superseded by {e.superseded_by}" + (
+            f" on {human_instant(e.valid_until)}" if e.valid_until else ""
+        )
     if e.corrected_by:
         status += f", corrected by {e.corrected_by}"
     return status
@@ -320,7 +461,9 @@ def _why_empty(result: SearchResult, extent: str | None) -> str:
     lines = [f"No evidence for {_reading(result)}."]
     gaps = [s for s in result.signals if s.to_dict()["type"] == "gap"]
     if gaps:
-        lines.append("Gap: the index holds nothing for " + ", ".join(human_interval(g.interval) for g in gaps) + ".")
+        lines.append(
+            "Gap: the index holds nothing for " + ", ".join(human_interval(g.interval) for g in gaps) + "."
+        )
     if extent:
         lines.append(f"The index covers {extent}.")
     tips = ["a wider window", "another wording"]
@@ -335,13 +478,17 @@ def _why_empty(result: SearchResult, extent: str | None) -> str:
 def print_cards(result: SearchResult, *, question: str | None = None, extent: str | None = None) -> None:
     """Human-readable citation cards (dates as people write them; ISO stays in ``--json``)."""
     out.print(f"[bold]Q:[/] {escape(question or result.intent.core_query)}")
-    out.print(f"[dim]Reading this as: {escape(_reading(result))} · {result.trace.candidates_after_filter} "
-              f"candidates · {result.trace.seconds.get('total', 0) * 1000:.0f} ms[/]")
+    out.print(
+        f"[dim]Reading this as: {escape(_reading(result))} · {result.trace.candidates_after_filter} "
+        f"candidates · {result.trace.seconds.get('total', 0) * 1000:.0f} ms[/]"
+    )
     for signal in result.signals:
         data = signal.to_dict()
         if data["type"] == "conflict":
-            out.print(f"[yellow]conflict ({data['kind']}) in {escape(data['series_id'])}: "
-                      f"{escape(' vs '.join(data['doc_ids']))}[/]")
+            out.print(
+                f"[yellow]conflict ({data['kind']}) in {escape(data['series_id'])}: "
+                f"{escape(' vs '.join(data['doc_ids']))}[/]"
+            )
         elif data["type"] == "clarification":
             choices = ", ".join(f"{c['version'] or c['doc_id']}" for c in data["candidates"])
             out.print(f"[yellow]which one? {escape(data['reason'])}: {escape(choices)}[/]")
@@ -349,11 +496,15 @@ def print_cards(result: SearchResult, *, question: str | None = None, extent: st
         out.print(f"[yellow]{escape(_why_empty(result, extent))}[/]")
         return
     for n, e in enumerate(result.evidence, 1):
-        meta = (f"Answer for {_answer_for(e)} · time source {e.time_source} · published {human_instant(e.published_at)}\n"
-                f"Valid {_valid(e)} · Recorded {human_instant(e.recorded_at, 'instant')} · Status {_status(e)} · "
-                f"score {e.score:.3f}")
+        meta = (
+            f"Answer for {_answer_for(e)} · time source {e.time_source} · published {human_instant(e.published_at)}\n"
+            f"Valid {_valid(e)} · Recorded {human_instant(e.recorded_at, 'instant')} · Status {_status(e)} · "
+            f"score {e.score:.3f}"
+        )
         text = e.text if len(e.text) < 400 else e.text[:400] + "…"
-        out.print(Panel(f"[dim]{escape(meta)}[/]\n{escape(text)}", title=f"[{n}] {escape(e.title or e.doc_id)}"))
+        out.print(
+            Panel(f"[dim]{escape(meta)}[/]\n{escape(text)}", title=f"[{n}] {escape(e.title or e.doc_id)}")
+        )
 
 
 def _question_config(timezone: str, fiscal_calendar: str | None) -> Any:
@@ -396,13 +547,27 @@ def _extent(client: Any) -> str | None:
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question, e.g. 'What changed between 2012 and 2014?'")],
-    db: Annotated[str, typer.Option("--db", help="LanceDB URI, or a service URL (http://host:8000).")] = DEFAULT_DB,
-    k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=100, help="Number of evidence chunks (1–100).")] = 10,
-    now: Annotated[str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")] = None,
-    as_of: Annotated[str | None, typer.Option(help="Transaction-time bound (ISO-8601): what was known then.")] = None,
-    timezone: Annotated[str, typer.Option(help="IANA zone of the asker's calendar ('yesterday', '3pm').")] = "UTC",
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema_version 1.x).")] = False,
+    db: Annotated[
+        str, typer.Option("--db", help="LanceDB URI, or a service URL (http://host:8000).")
+    ] = DEFAULT_DB,
+    k: Annotated[
+        int, typer.Option("-k", "--top-k", min=1, max=100, help="Number of evidence chunks (1–100).")
+    ] = 10,
+    now: Annotated[
+        str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")
+    ] = None,
+    as_of: Annotated[
+        str | None, typer.Option(help="Transaction-time bound (ISO-8601): what was known then.")
+    ] = None,
+    timezone: Annotated[
+        str, typer.Option(help="IANA zone of the asker's calendar ('yesterday', '3pm').")
+    ] = "UTC",
+    fiscal_calendar: Annotated[
+        str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (schema_version 1.x).")
+    ] = False,
 ) -> None:
     """Answer QUESTION with chronologically ordered, cited evidence from the index."""
     from diachron.retrieval.errors import RetrievalError
@@ -414,13 +579,17 @@ def ask(
         raise _fail(str(exc)) from None
     config = _question_config(timezone, fiscal_calendar)
     if db.startswith(("http://", "https://")) and (timezone != "UTC" or fiscal_calendar):
-        raise _fail(f"a service reads questions in its own zone and fiscal calendar: start it with "
-                    f"`diachron serve --timezone … --fiscal-calendar …` instead of passing them to `ask --db {db}`")
+        raise _fail(
+            f"a service reads questions in its own zone and fiscal calendar: start it with "
+            f"`diachron serve --timezone … --fiscal-calendar …` instead of passing them to `ask --db {db}`"
+        )
     client = _open_client(db, config)
     try:
         result = client.search(text, k=k, now=clock, as_of=known)
     except OverflowError:
-        raise _fail(f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999") from None
+        raise _fail(
+            f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999"
+        ) from None
     except RetrievalError as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -432,7 +601,9 @@ def ask(
 @app.command()
 def quarantine(
     db: DbOption = DEFAULT_DB,
-    run: Annotated[str | None, typer.Option("--run", help="Only the rows of this run id (see `ingest --json`).")] = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Only the rows of this run id (see `ingest --json`).")
+    ] = None,
     limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="Rows to show, newest first.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
@@ -445,13 +616,18 @@ def quarantine(
     connection = lancedb.connect(db)
     names = set(connection.table_names())
     if "quarantine" in names:
-        table = connection.open_table("quarantine").to_lance().to_table(
-            columns=["recorded_at", "stage", "record_id", "reason", "run_id"])
+        table = (
+            connection.open_table("quarantine")
+            .to_lance()
+            .to_table(columns=["recorded_at", "stage", "record_id", "reason", "run_id"])
+        )
         found = table.to_pylist()
     elif "chunks" in names:  # an ingest that quarantined nothing writes no quarantine table
         found = []
     else:
-        raise _fail(f"{db!r} is no diachron database (no chunks table): run `diachron ingest … --db {db}` first")
+        raise _fail(
+            f"{db!r} is no diachron database (no chunks table): run `diachron ingest … --db {db}` first"
+        )
     rows = [r for r in found if run is None or r["run_id"] == run]  # no user text in a filter string
     rows.sort(key=lambda r: r["recorded_at"], reverse=True)
     shown = [{**r, "recorded_at": format_instant(r["recorded_at"])} for r in rows[:limit]]
@@ -459,17 +635,29 @@ def quarantine(
         out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, "total": len(rows), "rows": shown}))
         return
     for r in shown:
-        out.print(f"{r['recorded_at']}  {r['stage']}  {r['record_id']}: {r['reason']}  (run {r['run_id']})",
-                  soft_wrap=True, markup=False, highlight=False)
+        out.print(
+            f"{r['recorded_at']}  {r['stage']}  {r['record_id']}: {r['reason']}  (run {r['run_id']})",
+            soft_wrap=True,
+            markup=False,
+            highlight=False,
+        )
     console.print(f"{len(shown)} of {len(rows)} quarantined rows" + (f" of run {run}" if run else ""))
 
 
 @app.command()
 def intent(
-    question: Annotated[str, typer.Argument(help="The question, e.g. 'What changed between mid-2007 and mid-2008?'")],
-    now: Annotated[str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")] = None,
-    timezone: Annotated[str, typer.Option(help="IANA zone of the asker's calendar ('yesterday', '3pm').")] = "UTC",
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")] = None,
+    question: Annotated[
+        str, typer.Argument(help="The question, e.g. 'What changed between mid-2007 and mid-2008?'")
+    ],
+    now: Annotated[
+        str | None, typer.Option(help="Reference time (ISO-8601); default: the current time.")
+    ] = None,
+    timezone: Annotated[
+        str, typer.Option(help="IANA zone of the asker's calendar ('yesterday', '3pm').")
+    ] = "UTC",
+    fiscal_calendar: Annotated[
+        str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print {schema_version, intent} as JSON.")] = False,
 ) -> None:
     """Read QUESTION's time (core query, intervals, relation, assumptions) without an index."""
@@ -484,7 +672,9 @@ def intent(
     try:
         parsed = parse_intent(text, now=clock, config=config)
     except OverflowError:
-        raise _fail(f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999") from None
+        raise _fail(
+            f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999"
+        ) from None
     except ValueError as exc:  # QueryInputError: a too long question
         raise _fail(str(exc)) from None
     if as_json:
@@ -500,27 +690,39 @@ def intent(
 @app.command()
 def serve(
     db: DbOption = DEFAULT_DB,
-    host: Annotated[str, typer.Option(help="Interface to listen on (127.0.0.1 = this machine only).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Interface to listen on (127.0.0.1 = this machine only).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
-    timeout: Annotated[float, typer.Option(help="Seconds a search may take before the service answers 504.")] = 30.0,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds a search may take before the service answers 504.")
+    ] = 30.0,
     max_pending: Annotated[int, typer.Option(help="Searches admitted at once (more get 503).")] = 64,
-    timezone: Annotated[str, typer.Option(help="IANA zone in which questions' 'yesterday', '3pm' are read.")] = "UTC",
-    fiscal_calendar: Annotated[str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")] = None,
+    timezone: Annotated[
+        str, typer.Option(help="IANA zone in which questions' 'yesterday', '3pm' are read.")
+    ] = "UTC",
+    fiscal_calendar: Annotated[
+        str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")
+    ] = None,
 ) -> None:
     """Serve the index over HTTP (/search, /intent, /health, /docs) and the page at http://HOST:PORT/."""
     from diachron.retrieval.errors import RetrievalError
     from diachron.service import ServiceConfig, create_app
 
-    config = ServiceConfig(db=db, timeout_s=timeout, max_pending=max_pending,
-                           intent=_question_config(timezone, fiscal_calendar))
+    config = ServiceConfig(
+        db=db, timeout_s=timeout, max_pending=max_pending, intent=_question_config(timezone, fiscal_calendar)
+    )
     try:
         application = create_app(config)
     except RetrievalError as exc:
         raise _fail(str(exc)) from None
     import uvicorn
 
-    console.print(f"diachron serving {escape(db)} — page: [bold]http://{host}:{port}/[/]  API: "
-                  f"http://{host}:{port}/docs", soft_wrap=True)
+    console.print(
+        f"diachron serving {escape(db)} — page: [bold]http://{host}:{port}/[/]  API: "
+        f"http://{host}:{port}/docs",
+        soft_wrap=True,
+    )
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
@@ -528,7 +730,8 @@ def serve(
 def demo(
     db: DbOption = DEFAULT_DB,
     stocks: Annotated[Path, typer.Option(help="Stock monthly summaries JSONL (skipped when absent).")] = Path(
-        "../shared/data/stocks_quandl_wiki/monthly_summaries.jsonl"),
+        "../shared/data/stocks_quandl_wiki/monthly_summaries.jsonl"
+    ),
     k: Annotated[int, typer.Option("-k", help="Evidence chunks per example question.")] = 5,
     port: Annotated[int, typer.Option(help="Port named in the closing line (the page's URL).")] = 8000,
 ) -> None:
@@ -538,17 +741,31 @@ def demo(
     sources = ([str(stocks)] if stocks.is_file() else []) + ["sotu"]
     if not stocks.is_file():
         console.print(f"[yellow]{stocks} not found: ingesting sotu only[/]")
-    _ingest(sources, db, all_sotu=False, annotator="rules", model=None, fiscal_calendar=None, timezone="UTC",
-            max_tokens=None, ray_address=os.environ.get("RAY_ADDRESS"))
+    _ingest(
+        sources,
+        db,
+        all_sotu=False,
+        annotator="rules",
+        model=None,
+        fiscal_calendar=None,
+        timezone="UTC",
+        max_tokens=None,
+        ray_address=os.environ.get("RAY_ADDRESS"),
+    )
     client = Client(db)
-    questions = ["How did presidents talk about tariffs between 1920 and 1940?",
-                 "What did the president say about the depression and unemployment in 1931?"]
+    questions = [
+        "How did presidents talk about tariffs between 1920 and 1940?",
+        "What did the president say about the depression and unemployment in 1931?",
+    ]
     if stocks.is_file():
         questions.insert(0, "How did Microsoft's stock perform between September 2010 and August 2012?")
     for question in questions:
         print_cards(client.search(question, k=k), question=question)
-    out.print(f"\nThe page: start the service with [bold]diachron serve --db {escape(db)} --port {port}[/], then open "
-              f"[bold]http://127.0.0.1:{port}/[/]", soft_wrap=True)  # a command to copy: never wrapped
+    out.print(
+        f"\nThe page: start the service with [bold]diachron serve --db {escape(db)} --port {port}[/], then open "
+        f"[bold]http://127.0.0.1:{port}/[/]",
+        soft_wrap=True,
+    )  # a command to copy: never wrapped
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -59,7 +59,9 @@ def human_interval(interval: Interval, granularity: Granularity | str | None = N
     if end is None:
         return f"since {human_instant(start, g)}"
     if g is Granularity.INSTANT or end - start <= timedelta(seconds=1):
-        return human_instant(start, Granularity.INSTANT if (start.hour, start.minute) != (0, 0) else Granularity.DAY)
+        return human_instant(
+            start, Granularity.INSTANT if (start.hour, start.minute) != (0, 0) else Granularity.DAY
+        )
     last = _last_period(end, g)
     if last < start:  # shorter than one period of g: show the finer bounds
         return f"{human_instant(start, Granularity.INSTANT)} – {human_instant(end, Granularity.INSTANT)}"

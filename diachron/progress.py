@@ -42,8 +42,16 @@ class IngestProgress:
         clock: monotonic seconds (injectable for tests).
     """
 
-    def __init__(self, stream: TextIO, label: str, *, quiet: bool = False, live: bool | None = None,
-                 every: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str,
+        *,
+        quiet: bool = False,
+        live: bool | None = None,
+        every: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream, self.label, self.quiet, self.every, self.clock = stream, label, quiet, every, clock
         self.live = (stream.isatty() if live is None else live) and not quiet
         self._t0 = clock()
@@ -63,8 +71,14 @@ class IngestProgress:
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                                 TimeElapsedColumn(), console=Console(file=self.stream), transient=False)
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+                transient=False,
+            )
             self._bar.__enter__()
             self._task = self._bar.add_task(self.label, total=None, info=self._state)
         elif not self.quiet:
@@ -119,10 +133,16 @@ class IngestProgress:
     def _update_bar(self, event: str, info: dict[str, Any]) -> None:
         bar, task = self._bar, self._task
         if event == "planned":
-            bar.update(task, total=info["todo"] or 1,
-                       info=f"{info['todo']} to process, {info['unchanged']} unchanged: {STARTING}")
+            bar.update(
+                task,
+                total=info["todo"] or 1,
+                info=f"{info['todo']} to process, {info['unchanged']} unchanged: {STARTING}",
+            )
         elif event == "batch":
-            bar.update(task, completed=info["documents_done"],
-                       info=f"{info['documents_done']}/{info['documents_total']} docs, {info['chunks_written']} chunks")
+            bar.update(
+                task,
+                completed=info["documents_done"],
+                info=f"{info['documents_done']}/{info['documents_total']} docs, {info['chunks_written']} chunks",
+            )
         elif event == "done":
             bar.update(task, completed=bar.tasks[0].total, info="done")

@@ -30,10 +30,13 @@ def check_question(question: str | None) -> str:
 
     text = (question or "").strip()
     if not text:
-        raise QueryInputError("the question is empty: ask something, e.g. 'How did IBM stock do in March 2011?'")
+        raise QueryInputError(
+            "the question is empty: ask something, e.g. 'How did IBM stock do in March 2011?'"
+        )
     if len(text) > MAX_QUESTION_CHARS:
-        raise QueryInputError(f"the question has {len(text):,} characters: at most {MAX_QUESTION_CHARS:,} are read; "
-                              "shorten it")
+        raise QueryInputError(
+            f"the question has {len(text):,} characters: at most {MAX_QUESTION_CHARS:,} are read; shorten it"
+        )
     return text
 
 
@@ -48,7 +51,9 @@ def parse_clock(value: str | None, name: str) -> datetime | None:
     try:
         return parse_instant(str(value))
     except ValueError as exc:
-        raise QueryInputError(f"{name} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z ({exc})") from None
+        raise QueryInputError(
+            f"{name} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z ({exc})"
+        ) from None
 
 
 def check_k(k: int) -> int:

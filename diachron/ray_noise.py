@@ -87,7 +87,9 @@ def filtered_stderr() -> Iterator[TextIO]:
     stop = threading.Event()
     pump = threading.Thread(target=_pump, args=(read_end, saved, stop), name="diachron-stderr", daemon=True)
     pump.start()
-    direct = os.fdopen(os.dup(saved), "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8")
+    direct = os.fdopen(
+        os.dup(saved), "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8"
+    )
     try:
         yield direct if _on_fd2(sys.stderr) else sys.stderr  # a captured sys.stderr (tests) stays the target
     finally:

@@ -93,12 +93,17 @@ class _Index:
         import lancedb
 
         self.uri = uri
-        self.client = Client(uri, embedder=Embedder(threads=1))  # one intra-op thread per query (see Embedder)
+        self.client = Client(
+            uri, embedder=Embedder(threads=1)
+        )  # one intra-op thread per query (see Embedder)
         self.client.embedder.warm_up()
         # a connection that re-reads the latest manifest on every access: the version check costs one stat
         self._watch = lancedb.connect(uri, read_consistency_interval=timedelta(0))
-        self._tables = {name: self._watch.open_table(name) for name in ("chunks", "documents")
-                        if name in _names(self._watch)}
+        self._tables = {
+            name: self._watch.open_table(name)
+            for name in ("chunks", "documents")
+            if name in _names(self._watch)
+        }
         self.version = self._versions()
         self._lock = threading.Lock()
 
@@ -111,14 +116,21 @@ class _Index:
             version = self._versions()
             if version != self.version:
                 log.info("index %s changed (versions %s -> %s): reopening", self.uri, self.version, version)
-                self.client = Client(self.uri, embedder=self.client.embedder, intent_config=self.client.intent_config,
-                                     anchor_policy=self.client.anchor_policy)
+                self.client = Client(
+                    self.uri,
+                    embedder=self.client.embedder,
+                    intent_config=self.client.intent_config,
+                    anchor_policy=self.client.anchor_policy,
+                )
                 self.version = version
             return self.client
 
     def health(self) -> dict[str, Any]:
         chunks = self._tables.get("chunks")
-        return {"rows": chunks.count_rows() if chunks is not None else 0, "table_version": self._versions()[0]}
+        return {
+            "rows": chunks.count_rows() if chunks is not None else 0,
+            "table_version": self._versions()[0],
+        }
 
 
 def _names(db: Any) -> set[str]:
@@ -137,10 +149,18 @@ def _windowed(intent: TemporalIntent, window: Window) -> TemporalIntent:
         interval = Interval(start, end, window.granularity)
     except ValueError as exc:
         raise QueryInputError(f"window: {exc}") from None
-    intervals = () if window.relation in (Relation.UNKNOWN,) or (start is None and end is None) else (interval,)
+    intervals = (
+        () if window.relation in (Relation.UNKNOWN,) or (start is None and end is None) else (interval,)
+    )
     relation = window.relation if intervals or window.relation is Relation.CURRENT else Relation.UNKNOWN
-    return replace(intent, intervals=intervals, relation=relation, granularity=window.granularity,
-                   needs_clarification=False, assumptions=(*intent.assumptions, "window set by the user"))
+    return replace(
+        intent,
+        intervals=intervals,
+        relation=relation,
+        granularity=window.granularity,
+        needs_clarification=False,
+        assumptions=(*intent.assumptions, "window set by the user"),
+    )
 
 
 def create_app(config: ServiceConfig) -> FastAPI:
@@ -153,8 +173,11 @@ def create_app(config: ServiceConfig) -> FastAPI:
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diachron-search")
     admitted = asyncio.Semaphore(config.max_pending)
     running = asyncio.Lock()  # one search at a time: the embedder already uses the cores it is given
-    app = FastAPI(title="diachron", version=SCHEMA_VERSION,
-                  description="Time-aware retrieval (TA-RAG): cited evidence inside the time a question means.")
+    app = FastAPI(
+        title="diachron",
+        version=SCHEMA_VERSION,
+        description="Time-aware retrieval (TA-RAG): cited evidence inside the time a question means.",
+    )
 
     @app.exception_handler(QueryInputError)
     async def _bad_input(_: Request, exc: QueryInputError) -> JSONResponse:
@@ -184,8 +207,11 @@ def create_app(config: ServiceConfig) -> FastAPI:
         client = index.current()
         try:
             # an edited window replaces the question's time; else an event anchor is resolved as Client.search does
-            intent = _windowed(intent, request.window) if request.window is not None else \
-                client.anchored(request.question, intent, as_of=as_of)
+            intent = (
+                _windowed(intent, request.window)
+                if request.window is not None
+                else client.anchored(request.question, intent, as_of=as_of)
+            )
             return client.search_intent(intent, k=request.k, as_of=as_of).to_dict()
         except OverflowError:
             raise QueryInputError("the question's time lies outside the years 1–9999") from None
@@ -199,8 +225,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
         async with admitted, running:  # waiting in line is bounded by max_pending, not timed
             loop = asyncio.get_running_loop()
             try:
-                payload = await asyncio.wait_for(loop.run_in_executor(executor, run_search, request),
-                                                 timeout=config.timeout_s)
+                payload = await asyncio.wait_for(
+                    loop.run_in_executor(executor, run_search, request), timeout=config.timeout_s
+                )
             except TimeoutError:
                 return _error(504, f"the search took longer than {config.timeout_s:g} s")
         return JSONResponse(payload)
@@ -210,11 +237,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return await search(request)
 
     @app.get("/search", summary="Search (the --json schema)")
-    async def search_get(question: str = Query(..., description="The question."),
-                         k: int = Query(10, ge=1, le=MAX_K, description="Top-k."),
-                         now: str | None = Query(None, description="Reference time, ISO-8601."),
-                         as_of: str | None = Query(None, description="Transaction-time bound, ISO-8601.")
-                         ) -> JSONResponse:
+    async def search_get(
+        question: str = Query(..., description="The question."),
+        k: int = Query(10, ge=1, le=MAX_K, description="Top-k."),
+        now: str | None = Query(None, description="Reference time, ISO-8601."),
+        as_of: str | None = Query(None, description="Transaction-time bound, ISO-8601."),
+    ) -> JSONResponse:
         return await search(SearchRequest(question=question, k=k, now=now, as_of=as_of))
 
     @app.post("/intent", summary="Read a question's time (no index)")
@@ -228,8 +256,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @app.get("/health", summary="Liveness and the index served")
     async def health() -> dict[str, Any]:
         extra = index.health() if index is not None else {"rows": 0, "table_version": None}
-        return {"status": "ok" if index is not None else "no index", "db": config.db,
-                "schema_version": SCHEMA_VERSION, **extra}
+        return {
+            "status": "ok" if index is not None else "no index",
+            "db": config.db,
+            "schema_version": SCHEMA_VERSION,
+            **extra,
+        }
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
@@ -240,7 +272,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     return app
 
 
-def serve(config: ServiceConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
+def serve(
+    config: ServiceConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"
+) -> None:
     """Run the service with uvicorn until interrupted (Ctrl-C)."""
     import uvicorn
 

@@ -55,7 +55,7 @@ class SentenceChunker:
         offsets = self._tok.encode(text, add_special_tokens=False).offsets
         out = []
         for i in range(0, len(offsets), self.budget):
-            window = offsets[i:i + self.budget]
+            window = offsets[i : i + self.budget]
             out.append((start + window[0][0], start + window[-1][1], len(window)))
         return out
 

@@ -87,8 +87,14 @@ class Embedder:
             than with 1 (measured at load ≈50; see bench/speed/service.py).
     """
 
-    def __init__(self, model: str | None = None, *, device: str = "cpu", batch_size: int = 32,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
         self.spec = resolve_embedder(model)
         self.device = device
         self.batch_size = batch_size
@@ -108,8 +114,11 @@ class Embedder:
                     import torch
 
                     torch.set_num_threads(self.threads)
-                self._model = _MeanPooledEncoder.load(self.spec, self.device) if _mean_pooled(self.spec) \
+                self._model = (
+                    _MeanPooledEncoder.load(self.spec, self.device)
+                    if _mean_pooled(self.spec)
                     else _SentenceTransformerEncoder.load(self.spec, self.device)
+                )
 
     @property
     def tokenizer(self):  # noqa: ANN201 - a tokenizers.Tokenizer (truncating at max_tokens)
@@ -136,8 +145,11 @@ def _mean_pooled(spec: EmbedderSpec) -> bool:
     except (OSError, ValueError, KeyError):
         return False
     modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
-    return (modules == ["Transformer", "Pooling", "Normalize"] and modes == {"pooling_mode_mean_tokens"}
-            and (path / "tokenizer.json").is_file())
+    return (
+        modules == ["Transformer", "Pooling", "Normalize"]
+        and modes == {"pooling_mode_mean_tokens"}
+        and (path / "tokenizer.json").is_file()
+    )
 
 
 class _MeanPooledEncoder:
@@ -172,11 +184,13 @@ class _MeanPooledEncoder:
         import torch
 
         encodings = self.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))  # similar lengths share a batch
+        order = sorted(
+            range(len(texts)), key=lambda i: -len(encodings[i].ids)
+        )  # similar lengths share a batch
         out = np.empty((len(texts), self.model.config.hidden_size), dtype=np.float32)
         with torch.inference_mode():
             for b in range(0, len(order), batch_size):
-                rows = order[b:b + batch_size]
+                rows = order[b : b + batch_size]
                 width = max(len(encodings[i].ids) for i in rows)
                 ids = torch.zeros((len(rows), width), dtype=torch.long)
                 mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -185,8 +199,11 @@ class _MeanPooledEncoder:
                     e = encodings[i]
                     n = len(e.ids)
                     ids[r, :n], mask[r, :n], types[r, :n] = (torch.tensor(e.ids), 1, torch.tensor(e.type_ids))
-                hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                    token_type_ids=types.to(self.device)).last_hidden_state
+                hidden = self.model(
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    token_type_ids=types.to(self.device),
+                ).last_hidden_state
                 weights = mask.to(hidden.device).unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
                 out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
@@ -209,6 +226,11 @@ class _SentenceTransformerEncoder:
     def encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         import numpy as np
 
-        vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False,
-                                    convert_to_numpy=True)
+        vectors = self.model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         return vectors.astype(np.float32, copy=False)

@@ -18,8 +18,16 @@ from __future__ import annotations
 
 from diachron.schemas.errors import ConfigError, DiachronError, TerminalError, TransientError
 
-__all__ = ["ConfigError", "DatabaseRefusedError", "EmbedderMismatchError", "IngestError", "StoreConflictError",
-           "TerminalIngestError", "TransientIngestError", "WorkerLostError"]
+__all__ = [
+    "ConfigError",
+    "DatabaseRefusedError",
+    "EmbedderMismatchError",
+    "IngestError",
+    "StoreConflictError",
+    "TerminalIngestError",
+    "TransientIngestError",
+    "WorkerLostError",
+]
 
 
 class IngestError(DiachronError):

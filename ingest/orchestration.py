@@ -32,23 +32,40 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-
 from diachron.ingest.errors import ConfigError, TransientIngestError
-from diachron.schemas.errors import TerminalError
 from diachron.ingest.sources import Rejected, SourceDocument, SourceError, load_source
 from diachron.ingest.versioning import LineageConfig, infer_series
+from diachron.schemas.errors import TerminalError
 from diachron.schemas.ids import content_sha256, short_hash
 from diachron.schemas.time import Interval, format_instant, parse_instant
 
-__all__ = ["InjectedShardFault", "Settings", "discover", "edge_lookup", "expand_sources", "fail_fast", "finalize",
-           "plan_shards", "process_shard", "resolve_settings", "source_record"]
+__all__ = [
+    "InjectedShardFault",
+    "Settings",
+    "discover",
+    "edge_lookup",
+    "expand_sources",
+    "fail_fast",
+    "finalize",
+    "plan_shards",
+    "process_shard",
+    "resolve_settings",
+    "source_record",
+]
 
 log = logging.getLogger(__name__)
 
 #: Setting name -> the Airflow Variable / environment variable that supplies it when no DAG param does.
-SETTING_SOURCES = {"sources": "DIACHRON_SOURCES", "db_uri": "DIACHRON_DB_URI", "staging_dir": "DIACHRON_STAGING_DIR",
-                   "ray_address": "RAY_ADDRESS", "num_cpus": "DIACHRON_NUM_CPUS", "embedder": "DIACHRON_EMBEDDER",
-                   "max_shards": "DIACHRON_MAX_SHARDS", "shard_docs": "DIACHRON_SHARD_DOCS"}
+SETTING_SOURCES = {
+    "sources": "DIACHRON_SOURCES",
+    "db_uri": "DIACHRON_DB_URI",
+    "staging_dir": "DIACHRON_STAGING_DIR",
+    "ray_address": "RAY_ADDRESS",
+    "num_cpus": "DIACHRON_NUM_CPUS",
+    "embedder": "DIACHRON_EMBEDDER",
+    "max_shards": "DIACHRON_MAX_SHARDS",
+    "shard_docs": "DIACHRON_SHARD_DOCS",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +125,9 @@ class Settings:
             end = parse_instant(self.valid_until) if self.valid_until else None
             return Interval(start, end)
         except ValueError as exc:
-            raise ConfigError(f"bad valid-time window [{self.valid_from}, {self.valid_until}): {exc}") from exc
+            raise ConfigError(
+                f"bad valid-time window [{self.valid_from}, {self.valid_until}): {exc}"
+            ) from exc
 
 
 class InjectedShardFault(TransientIngestError):
@@ -144,8 +163,10 @@ def resolve_settings(params: Mapping[str, Any], lookup: Callable[[str], str | No
         values[f.name] = _coerce(f.name, value)
     missing = [name for name in ("sources", "db_uri", "staging_dir") if name not in values]
     if missing:
-        raise ConfigError(f"missing settings {missing}: give them as DAG params or set "
-                          f"{[SETTING_SOURCES[m] for m in missing]} (Airflow Variable or environment)")
+        raise ConfigError(
+            f"missing settings {missing}: give them as DAG params or set "
+            f"{[SETTING_SOURCES[m] for m in missing]} (Airflow Variable or environment)"
+        )
     settings = Settings(**values)
     settings.window()  # a bad window fails here, before any task runs
     return settings
@@ -203,8 +224,9 @@ def expand_sources(patterns: list[str]) -> list[str]:
     return out
 
 
-def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime | None, datetime | None] = (None, None)
-             ) -> dict[str, Any]:
+def discover(
+    settings: Settings, *, run_key: str, data_interval: tuple[datetime | None, datetime | None] = (None, None)
+) -> dict[str, Any]:
     """Stage the documents of ``settings.sources`` that are new or changed with respect to the store.
 
     A document is new or changed when its content hash is not among the stored versions of its series
@@ -225,8 +247,8 @@ def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime 
         ConfigError: a bad valid-time window (terminal).
     """
     from diachron.ingest.embedding import resolve_embedder
-    from diachron.ingest.store import Store
     from diachron.ingest.pipeline import stored_versions
+    from diachron.ingest.store import Store
     from diachron.ingest.versioning import plan_versions
 
     window = settings.window()
@@ -240,16 +262,31 @@ def discover(settings: Settings, *, run_key: str, data_interval: tuple[datetime 
             else:
                 outside += 1
     store = Store(settings.db_uri, dim=resolve_embedder(settings.embedder).dim)
-    stored = stored_versions(store, docs, store.dead_runs(), settings.lineage)  # rows of killed runs are not stored
+    stored = stored_versions(
+        store, docs, store.dead_runs(), settings.lineage
+    )  # rows of killed runs are not stored
     todo = {(p.source.doc_id, p.content_sha256) for p in plan_versions(docs, stored, settings.lineage).todo}
     staged = _staging(settings, run_key) / "discovered.jsonl"
     kept = _write_jsonl(staged, (d for d in docs if _take(todo, d)))
     _quarantine_rejected(store, rejected)
-    log.info("discover %s: %d to ingest, %d unchanged, %d outside window, %d rejected", run_key, kept,
-             len(docs) - kept, outside, len(rejected))
-    return {"run_key": run_key, "settings": asdict(settings), "staged": str(staged), "documents": kept,
-            "unchanged": len(docs) - kept, "outside_window": outside, "rejected": len(rejected),
-            "data_interval": [format_instant(t) for t in data_interval]}
+    log.info(
+        "discover %s: %d to ingest, %d unchanged, %d outside window, %d rejected",
+        run_key,
+        kept,
+        len(docs) - kept,
+        outside,
+        len(rejected),
+    )
+    return {
+        "run_key": run_key,
+        "settings": asdict(settings),
+        "staged": str(staged),
+        "documents": kept,
+        "unchanged": len(docs) - kept,
+        "outside_window": outside,
+        "rejected": len(rejected),
+        "data_interval": [format_instant(t) for t in data_interval],
+    }
 
 
 def _take(todo: set[tuple[str, str]], doc: SourceDocument) -> bool:
@@ -290,11 +327,20 @@ def _instant_text(value: datetime | None, zone: str | None) -> str | None:
 def source_record(doc: SourceDocument) -> dict[str, Any]:
     """The JSONL record that :func:`diachron.ingest.sources.load_source` reads back as ``doc`` (round trip)."""
     zone = doc.source_timezone
-    known = {"doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "source_uri": doc.source_uri,
-             "series_id": doc.series_id, "version": doc.version, "supersedes": doc.supersedes,
-             "relation": doc.relation, "published_at": _instant_text(doc.published_at, zone),
-             "valid_from": _instant_text(doc.valid_from, zone), "valid_until": _instant_text(doc.valid_until, zone),
-             "timezone": zone if zone and zone != "UTC" and zone[0] not in "+-" else None}
+    known = {
+        "doc_id": doc.doc_id,
+        "title": doc.title,
+        "text": doc.text,
+        "source_uri": doc.source_uri,
+        "series_id": doc.series_id,
+        "version": doc.version,
+        "supersedes": doc.supersedes,
+        "relation": doc.relation,
+        "published_at": _instant_text(doc.published_at, zone),
+        "valid_from": _instant_text(doc.valid_from, zone),
+        "valid_until": _instant_text(doc.valid_until, zone),
+        "timezone": zone if zone and zone != "UTC" and zone[0] not in "+-" else None,
+    }
     return {**doc.metadata, **{k: v for k, v in known.items() if v is not None}}
 
 
@@ -313,8 +359,14 @@ def _quarantine_rejected(store: Any, rejected: list[Rejected]) -> None:
     from diachron.ingest.stages import quarantine_row
     from diachron.schemas.records import QuarantineRecord, arrow_schema
 
-    rows = list({q["quarantine_id"]: q for q in (quarantine_row("source", r.record_id, r.reason, r.payload, "discover",
-                                                                 None) for r in rejected)}.values())
+    rows = list(
+        {
+            q["quarantine_id"]: q
+            for q in (
+                quarantine_row("source", r.record_id, r.reason, r.payload, "discover", None) for r in rejected
+            )
+        }.values()
+    )
     store.insert_new("quarantine", pa.Table.from_pylist(rows, schema=arrow_schema(QuarantineRecord)))
 
 
@@ -352,7 +404,9 @@ def plan_shards(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
 # --- 3. process one shard ----------------------------------------------------------------------------------
 
 
-def process_shard(shard: Mapping[str, Any], manifest: Mapping[str, Any], *, attempt: int = 1) -> dict[str, Any]:
+def process_shard(
+    shard: Mapping[str, Any], manifest: Mapping[str, Any], *, attempt: int = 1
+) -> dict[str, Any]:
     """Ingest one shard file with :func:`diachron.ingest.pipeline.run_ingest` (one Ray job; tables not optimised here).
 
     Args:
@@ -373,30 +427,49 @@ def process_shard(shard: Mapping[str, Any], manifest: Mapping[str, Any], *, atte
     from diachron.ingest.stages import StageConfig
 
     settings = Settings(**manifest["settings"])
-    config = IngestConfig(db_uri=settings.db_uri, stages=StageConfig(embedder=settings.embedder), sotu_years=None,
-                          ray_address=settings.ray_address, num_cpus=settings.num_cpus, optimize=False,
-                          lineage=settings.lineage)
+    config = IngestConfig(
+        db_uri=settings.db_uri,
+        stages=StageConfig(embedder=settings.embedder),
+        sotu_years=None,
+        ray_address=settings.ray_address,
+        num_cpus=settings.num_cpus,
+        optimize=False,
+        lineage=settings.lineage,
+    )
     inject = attempt <= settings.fail_first_attempts
 
     def progress(event: str, info: dict[str, Any]) -> None:
         log.info("shard %s %s %s", shard["index"], event, info)
         if inject and event == "committed" and info["table"] == "chunks":
-            raise InjectedShardFault(f"injected fault in shard {shard['index']} on attempt {attempt} "
-                                     f"after {info['inserted'] + info['replaced']} chunks were committed")
+            raise InjectedShardFault(
+                f"injected fault in shard {shard['index']} on attempt {attempt} "
+                f"after {info['inserted'] + info['replaced']} chunks were committed"
+            )
 
     summary = run_ingest([shard["path"]], config, progress=progress)
     if inject:  # nothing was new, so no batch ran: still fail as asked
         raise InjectedShardFault(f"injected fault in shard {shard['index']} on attempt {attempt}")
-    return {"index": shard["index"], "run_id": summary.run_id, "documents_seen": summary.documents_seen,
-            "documents_written": summary.documents_written, "chunks_written": summary.chunks_written,
-            "quarantined": summary.quarantined, "seconds": round(summary.seconds, 3)}
+    return {
+        "index": shard["index"],
+        "run_id": summary.run_id,
+        "documents_seen": summary.documents_seen,
+        "documents_written": summary.documents_written,
+        "chunks_written": summary.chunks_written,
+        "quarantined": summary.quarantined,
+        "seconds": round(summary.seconds, 3),
+    }
 
 
 # --- 4. finalize -------------------------------------------------------------------------------------------
 
 
-def finalize(manifest: Mapping[str, Any], shard_results: list[Mapping[str, Any]], *, dag_id: str,
-             started_at: datetime | None = None) -> dict[str, Any]:
+def finalize(
+    manifest: Mapping[str, Any],
+    shard_results: list[Mapping[str, Any]],
+    *,
+    dag_id: str,
+    started_at: datetime | None = None,
+) -> dict[str, Any]:
     """Compact the tables, rebuild their indexes, and write the orchestrated run's ``runs`` row.
 
     The row's ``run_id`` is ``dag-`` + a hash of ``dag_id`` and the run key, so re-running finalize writes
@@ -420,16 +493,37 @@ def finalize(manifest: Mapping[str, Any], shard_results: list[Mapping[str, Any]]
     if written or chunks:
         store.optimize()
     run_id = "dag-" + short_hash(dag_id, manifest["run_key"])
-    config = {"dag_id": dag_id, "run_key": manifest["run_key"], "data_interval": manifest["data_interval"],
-              "valid_window": [settings.valid_from, settings.valid_until], "reason": settings.reason,
-              "shard_run_ids": [r["run_id"] for r in shard_results], "settings": manifest["settings"],
-              "unchanged": manifest["unchanged"], "outside_window": manifest["outside_window"]}
+    config = {
+        "dag_id": dag_id,
+        "run_key": manifest["run_key"],
+        "data_interval": manifest["data_interval"],
+        "valid_window": [settings.valid_from, settings.valid_until],
+        "reason": settings.reason,
+        "shard_run_ids": [r["run_id"] for r in shard_results],
+        "settings": manifest["settings"],
+        "unchanged": manifest["unchanged"],
+        "outside_window": manifest["outside_window"],
+    }
     finished = datetime.now(UTC)
-    row = {"run_id": run_id, "started_at": started_at or finished, "finished_at": finished,
-           "sources_json": json.dumps(settings.sources), "config_json": json.dumps(config, default=str),
-           "embedder": spec.id, "embedding_dim": spec.dim, "documents_seen": manifest["documents"],
-           "documents_written": written, "chunks_written": chunks,
-           "quarantined": manifest["rejected"] + sum(r["quarantined"] for r in shard_results), "status": "success"}
+    row = {
+        "run_id": run_id,
+        "started_at": started_at or finished,
+        "finished_at": finished,
+        "sources_json": json.dumps(settings.sources),
+        "config_json": json.dumps(config, default=str),
+        "embedder": spec.id,
+        "embedding_dim": spec.dim,
+        "documents_seen": manifest["documents"],
+        "documents_written": written,
+        "chunks_written": chunks,
+        "quarantined": manifest["rejected"] + sum(r["quarantined"] for r in shard_results),
+        "status": "success",
+    }
     store.insert_new("runs", pa.Table.from_pylist([row], schema=arrow_schema(RunRecord)), now=finished)
-    return {"run_id": run_id, "documents_discovered": manifest["documents"], "documents_written": written,
-            "chunks_written": chunks, "shards": len(shard_results)}
+    return {
+        "run_id": run_id,
+        "documents_discovered": manifest["documents"],
+        "documents_written": written,
+        "chunks_written": chunks,
+        "shards": len(shard_results),
+    }

@@ -23,19 +23,24 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
 from diachron.ingest.embedding import resolve_embedder
-from diachron.ingest.preflight import check_database
+from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
 from diachron.ingest.planning import plan_staged, planned_block, stored_versions
+from diachron.ingest.preflight import check_database
 from diachron.ingest.reading import INCOMING_SCHEMA, read_sources
 from diachron.ingest.sources import SOTU_DEFAULT_YEARS, SourceLimits, source_shards
-from diachron.ingest.stages import (AnnotateStage, EmbedStage, StageConfig, ValidateStage, check_stage_config,
-                                    stage_block)
+from diachron.ingest.stages import (
+    AnnotateStage,
+    EmbedStage,
+    StageConfig,
+    ValidateStage,
+    check_stage_config,
+    stage_block,
+)
 from diachron.ingest.staging import Staging, merge_run_table
 from diachron.ingest.store import Store
 from diachron.ingest.validation import ValidationConfig
 from diachron.ingest.versioning import LineageConfig
-from diachron.schemas.records import arrow_schema
 
 __all__ = ["Accounting", "IngestConfig", "RunSummary", "run_ingest", "stored_versions"]
 
@@ -134,8 +139,12 @@ def _ensure_ray(address: str | None, num_cpus: int | None) -> None:
         return
     # Ray's own notices are not the user's business here: "token authentication is enabled" (it stays on)
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    kwargs: dict[str, Any] = {"include_dashboard": False, "ignore_reinit_error": True,
-                              "logging_level": logging.WARNING, "log_to_driver": True}
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "ignore_reinit_error": True,
+        "logging_level": logging.WARNING,
+        "log_to_driver": True,
+    }
     address = address or os.environ.get("RAY_ADDRESS") or None
     # Lance's Rust log ("No existing dataset … it will be created" per staged fragment) off in the workers too:
     # a local Ray inherits this process's environment, a cluster's workers get it through the job's runtime_env
@@ -153,12 +162,19 @@ def _check_embedder(store: Store, embedder_id: str) -> None:
     used = set(runs.to_lance().to_table(columns=["embedder"]).column("embedder").to_pylist())
     used.discard("")
     if used and used != {embedder_id}:
-        raise EmbedderMismatchError(f"store {store.uri} was built with {sorted(used)}, not {embedder_id}; "
-                                    "use the same embedder or a new database")
+        raise EmbedderMismatchError(
+            f"store {store.uri} was built with {sorted(used)}, not {embedder_id}; "
+            "use the same embedder or a new database"
+        )
 
 
-def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress | None = None,
-               clock: Callable[[], datetime] | None = None) -> RunSummary:
+def run_ingest(
+    sources: list[str],
+    config: IngestConfig,
+    *,
+    progress: Progress | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> RunSummary:
     """Ingest ``sources`` into the store at ``config.db_uri``; the run's rows become visible together.
 
     Ray workers read the sources in shards and stage the documents, one Ray task plans versions on their
@@ -199,10 +215,15 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     now = clock or (lambda: datetime.now(UTC))
     emit = progress or (lambda event, info: None)
     t0, started, run_id = time.perf_counter(), now(), uuid.uuid4().hex[:16]
-    check_stage_config(config.stages)  # a bad --timezone / --fiscal-calendar / annotator: refused before Ray starts
+    check_stage_config(
+        config.stages
+    )  # a bad --timezone / --fiscal-calendar / annotator: refused before Ray starts
     _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
-    check_database(config.db_uri, dim=resolve_embedder(config.stages.embedder).dim,
-                   storage_options=config.storage_options)  # a file, read-only or foreign --db: refused now
+    check_database(
+        config.db_uri,
+        dim=resolve_embedder(config.stages.embedder).dim,
+        storage_options=config.storage_options,
+    )  # a file, read-only or foreign --db: refused now
     shards = [shard for source in sources for shard in source_shards(source, sotu_years=config.sotu_years)]
 
     spec = resolve_embedder(config.stages.embedder)
@@ -214,13 +235,22 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     nodes: set[str] = set()
     try:
         _quiet_ray_data()
-        read = read_sources(shards, limits=config.limits, lineage=config.lineage, staging=staging, run_id=run_id,
-                            started=started)
+        read = read_sources(
+            shards,
+            limits=config.limits,
+            lineage=config.lineage,
+            staging=staging,
+            run_id=run_id,
+            started=started,
+        )
         emit("loaded", {"documents": read["documents"], "rejected": read["rejected"]})
         plan, info = _plan(read, staging, dead, spec, run_id, started, config)
         emit("planned", {"todo": info["todo"], "unchanged": info["unchanged"]})
-        acc = Accounting(documents_seen=read["documents"] + read["rejected"], documents_unchanged=info["unchanged"],
-                         documents_quarantined=read["rejected"] + info["duplicates"])  # lineage notes: still written
+        acc = Accounting(
+            documents_seen=read["documents"] + read["rejected"],
+            documents_unchanged=info["unchanged"],
+            documents_quarantined=read["rejected"] + info["duplicates"],
+        )  # lineage notes: still written
         fragments = {"documents": [], "chunks": [], "quarantine": read["quarantine"] + info["quarantine"]}
         staged_docs = 0
         if info["todo"]:
@@ -233,8 +263,22 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
                 staged_docs += part["documents_staged"]
                 nodes.update(json.loads(part["embed_nodes"]))
         del plan
-        summary = _commit(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec, started,
-                          now, emit, t0)
+        summary = _commit(
+            store,
+            staging,
+            fragments,
+            acc,
+            staged_docs,
+            dead,
+            run_id,
+            sources,
+            config,
+            spec,
+            started,
+            now,
+            emit,
+            t0,
+        )
     finally:
         staging.drop()
     summary.embed_nodes = len(nodes)
@@ -246,26 +290,80 @@ def run_ingest(sources: list[str], config: IngestConfig, *, progress: Progress |
     return summary
 
 
-def _commit(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting, staged_docs: int,
-            dead: set[str], run_id: str, sources: list[str], config: IngestConfig, spec: Any, started: datetime,
-            now: Callable[[], datetime], emit: Progress, t0: float) -> RunSummary:
+def _commit(
+    store: Store,
+    staging: Staging,
+    fragments: dict[str, list[str]],
+    acc: Accounting,
+    staged_docs: int,
+    dead: set[str],
+    run_id: str,
+    sources: list[str],
+    config: IngestConfig,
+    spec: Any,
+    started: datetime,
+    now: Callable[[], datetime],
+    emit: Progress,
+    t0: float,
+) -> RunSummary:
     """Commit the run: marker, documents, chunks (time order), quarantine, final ``runs`` row (one run at a
     time: :meth:`~diachron.ingest.store.Store.commit_lock`)."""
     with store.commit_lock():
-        return _commit_locked(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec,
-                              started, now, emit, t0)
+        return _commit_locked(
+            store,
+            staging,
+            fragments,
+            acc,
+            staged_docs,
+            dead,
+            run_id,
+            sources,
+            config,
+            spec,
+            started,
+            now,
+            emit,
+            t0,
+        )
 
 
-def _commit_locked(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting,
-                   staged_docs: int, dead: set[str], run_id: str, sources: list[str], config: IngestConfig,
-                   spec: Any, started: datetime, now: Callable[[], datetime], emit: Progress,
-                   t0: float) -> RunSummary:
+def _commit_locked(
+    store: Store,
+    staging: Staging,
+    fragments: dict[str, list[str]],
+    acc: Accounting,
+    staged_docs: int,
+    dead: set[str],
+    run_id: str,
+    sources: list[str],
+    config: IngestConfig,
+    spec: Any,
+    started: datetime,
+    now: Callable[[], datetime],
+    emit: Progress,
+    t0: float,
+) -> RunSummary:
     commit_time = now()
     row = _run_row(run_id, sources, config, spec, started, commit_time, acc, 0)
     store.begin_run(row, now=commit_time)
     try:
-        return _commit_tables(store, staging, fragments, acc, staged_docs, dead, run_id, sources, config, spec,
-                              started, commit_time, now, emit, t0)
+        return _commit_tables(
+            store,
+            staging,
+            fragments,
+            acc,
+            staged_docs,
+            dead,
+            run_id,
+            sources,
+            config,
+            spec,
+            started,
+            commit_time,
+            now,
+            emit,
+            t0,
+        )
     except BaseException:
         # an error (not a kill) between two commits: mark the run failed now, so the retry repairs its rows
         # without waiting for the lease (a SIGKILL is caught by the pid check instead)
@@ -276,26 +374,57 @@ def _commit_locked(store: Store, staging: Staging, fragments: dict[str, list[str
         raise
 
 
-def _commit_tables(store: Store, staging: Staging, fragments: dict[str, list[str]], acc: Accounting,
-                   staged_docs: int, dead: set[str], run_id: str, sources: list[str], config: IngestConfig,
-                   spec: Any, started: datetime, commit_time: datetime, now: Callable[[], datetime], emit: Progress,
-                   t0: float) -> RunSummary:
+def _commit_tables(
+    store: Store,
+    staging: Staging,
+    fragments: dict[str, list[str]],
+    acc: Accounting,
+    staged_docs: int,
+    dead: set[str],
+    run_id: str,
+    sources: list[str],
+    config: IngestConfig,
+    spec: Any,
+    started: datetime,
+    commit_time: datetime,
+    now: Callable[[], datetime],
+    emit: Progress,
+    t0: float,
+) -> RunSummary:
     emit("committed", {"table": "runs:begin"})
     merged: dict[str, dict[str, int]] = {}
     for name in ("documents", "chunks", "quarantine"):
-        merged[name] = _beside_driver(merge_run_table, name, fragments[name], staging=staging, db_uri=config.db_uri,
-                                      dim=spec.dim, recorded_at=commit_time, replace_runs=dead, run_id=run_id)
+        merged[name] = _beside_driver(
+            merge_run_table,
+            name,
+            fragments[name],
+            staging=staging,
+            db_uri=config.db_uri,
+            dim=spec.dim,
+            recorded_at=commit_time,
+            replace_runs=dead,
+            run_id=run_id,
+        )
         emit("committed", {"table": name, **merged[name]})
     acc.documents_written = merged["documents"]["inserted"] + merged["documents"]["replaced"]
     acc.documents_unchanged += staged_docs - acc.documents_written
     acc.chunks_written = merged["chunks"]["inserted"] + merged["chunks"]["replaced"]
     acc.chunks_unchanged = acc.chunks_seen - acc.chunks_quarantined - acc.chunks_written
     quarantined = merged["quarantine"]["inserted"] + merged["quarantine"]["replaced"]
-    summary = RunSummary(run_id, acc.documents_seen, acc.documents_unchanged, acc.documents_written,
-                         acc.chunks_written, quarantined, time.perf_counter() - t0,
-                         documents_quarantined=acc.documents_quarantined, chunks_seen=acc.chunks_seen,
-                         chunks_unchanged=acc.chunks_unchanged, chunks_quarantined=acc.chunks_quarantined,
-                         replaced=merged["documents"]["replaced"] + merged["chunks"]["replaced"])
+    summary = RunSummary(
+        run_id,
+        acc.documents_seen,
+        acc.documents_unchanged,
+        acc.documents_written,
+        acc.chunks_written,
+        quarantined,
+        time.perf_counter() - t0,
+        documents_quarantined=acc.documents_quarantined,
+        chunks_seen=acc.chunks_seen,
+        chunks_unchanged=acc.chunks_unchanged,
+        chunks_quarantined=acc.chunks_quarantined,
+        replaced=merged["documents"]["replaced"] + merged["chunks"]["replaced"],
+    )
     store.finish_run(_run_row(run_id, sources, config, spec, started, now(), acc, quarantined))
     store.mark_failed(dead)
     emit("committed", {"table": "runs"})
@@ -362,16 +491,22 @@ def _pools(config: IngestConfig) -> dict[str, Any]:
         return ActorPoolStrategy(min_size=low, max_size=max(low, high), max_tasks_in_flight_per_actor=2)
 
     if gpus:
-        embed: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0.5, "compute": pool(*(config.embed_actors or (1, gpus)))}
+        embed: dict[str, Any] = {
+            "num_gpus": 1,
+            "num_cpus": 0.5,
+            "compute": pool(*(config.embed_actors or (1, gpus))),
+        }
     else:
         low = max(1, len(nodes))
         embed = {"num_cpus": 0.5, "compute": pool(*(config.embed_actors or (low, cpus - 1)))}
     # SPREAD: two half-CPU embed actors would otherwise pack onto one node (measured: one node embedded). Ray
     # 2.60 takes a scheduling strategy only through this (deprecated, removed in 2.64) hook.
     embed["ray_remote_args_fn"] = _spread
-    return {"annotate": {"num_cpus": 0.25, "compute": pool(1, cpus // 2)},
-            "embed": embed, "validate": {"num_cpus": 0.25, "compute": pool(1, len(nodes))}}
-
+    return {
+        "annotate": {"num_cpus": 0.25, "compute": pool(1, cpus // 2)},
+        "embed": embed,
+        "validate": {"num_cpus": 0.25, "compute": pool(1, len(nodes))},
+    }
 
 
 def _cpu_nodes() -> list[dict[str, Any]]:
@@ -407,8 +542,15 @@ def _quiet_ray_data() -> None:
     warnings.filterwarnings("ignore", message="`ray_remote_args_fn` is deprecated")
 
 
-def _plan(read: dict[str, Any], staging: Staging, dead: set[str], spec: Any, run_id: str, started: datetime,
-          config: IngestConfig) -> tuple[Any, dict[str, Any]]:
+def _plan(
+    read: dict[str, Any],
+    staging: Staging,
+    dead: set[str],
+    spec: Any,
+    run_id: str,
+    started: datetime,
+    config: IngestConfig,
+) -> tuple[Any, dict[str, Any]]:
     """Commit the staged ``incoming`` documents and plan them in one Ray task; ``(plan ObjectRef, counts)``."""
     import ray
 
@@ -417,13 +559,29 @@ def _plan(read: dict[str, Any], staging: Staging, dead: set[str], spec: Any, run
         return None, empty
     staging.commit("incoming", read["incoming"], INCOMING_SCHEMA)
     task = ray.remote(plan_staged).options(num_returns=2, num_cpus=0, max_retries=2)
-    plan, info = task.remote(staging.uri("incoming"), config.db_uri, spec.dim, config.storage_options, dead, staging,
-                             run_id, started)
+    plan, info = task.remote(
+        staging.uri("incoming"),
+        config.db_uri,
+        spec.dim,
+        config.storage_options,
+        dead,
+        staging,
+        run_id,
+        started,
+    )
     return plan, ray.get(info)
 
 
-def _run_stages(plan: Any, total: int, config: IngestConfig, staging: Staging, run_id: str, spec: Any,
-                placeholder: datetime, emit: Progress) -> Iterator[dict[str, Any]]:
+def _run_stages(
+    plan: Any,
+    total: int,
+    config: IngestConfig,
+    staging: Staging,
+    run_id: str,
+    spec: Any,
+    placeholder: datetime,
+    emit: Progress,
+) -> Iterator[dict[str, Any]]:
     """Run the stages on the planned documents; yields one small dict per output block (fragment metadata
     and counts). The staged ``incoming`` documents are read by the workers and joined with ``plan``."""
     import warnings
@@ -448,38 +606,96 @@ def _run_stages(plan: Any, total: int, config: IngestConfig, staging: Staging, r
     ds = ray.data.from_items([{"block": k} for k in range(blocks)], override_num_blocks=blocks)
     # no CPU slot (the pools' minimum actors may hold every CPU: two concurrent runs on a 2-CPU Ray do, and
     # a task waiting for a CPU would wait forever), a few at a time
-    ds = ds.map_batches(planned_block, fn_kwargs={"plan": plan, "incoming_uri": staging.uri("incoming"),
-                                                  "storage_options": staging.storage_options,
-                                                  "batch_size": config.batch_size},
-                        batch_format="pyarrow", batch_size=1, num_cpus=0,
-                        compute=ray.data.TaskPoolStrategy(size=min(blocks, _cpus())))
-    ds = ds.map_batches(AnnotateStage, fn_constructor_args=(config.stages, staging, run_id, placeholder),
-                        batch_format="pyarrow", batch_size=config.batch_size, **pools["annotate"])
-    ds = ds.map_batches(EmbedStage, fn_constructor_args=(config.stages,), batch_format="pyarrow",
-                        batch_size=config.stages.embed_batch_size * 4, **pools["embed"])
-    ds = ds.map_batches(ValidateStage, fn_constructor_args=(config.validation,), batch_format="pyarrow",
-                        batch_size=256, **pools["validate"])
-    ds = ds.map_batches(stage_block, fn_kwargs={"staging": staging, "run_id": run_id, "embedder_id": spec.id,
-                                                "dim": spec.dim, "placeholder_time": placeholder},
-                        batch_format="pyarrow", batch_size=None, num_cpus=0)  # I/O only: fits beside full actors
+    ds = ds.map_batches(
+        planned_block,
+        fn_kwargs={
+            "plan": plan,
+            "incoming_uri": staging.uri("incoming"),
+            "storage_options": staging.storage_options,
+            "batch_size": config.batch_size,
+        },
+        batch_format="pyarrow",
+        batch_size=1,
+        num_cpus=0,
+        compute=ray.data.TaskPoolStrategy(size=min(blocks, _cpus())),
+    )
+    ds = ds.map_batches(
+        AnnotateStage,
+        fn_constructor_args=(config.stages, staging, run_id, placeholder),
+        batch_format="pyarrow",
+        batch_size=config.batch_size,
+        **pools["annotate"],
+    )
+    ds = ds.map_batches(
+        EmbedStage,
+        fn_constructor_args=(config.stages,),
+        batch_format="pyarrow",
+        batch_size=config.stages.embed_batch_size * 4,
+        **pools["embed"],
+    )
+    ds = ds.map_batches(
+        ValidateStage,
+        fn_constructor_args=(config.validation,),
+        batch_format="pyarrow",
+        batch_size=256,
+        **pools["validate"],
+    )
+    ds = ds.map_batches(
+        stage_block,
+        fn_kwargs={
+            "staging": staging,
+            "run_id": run_id,
+            "embedder_id": spec.id,
+            "dim": spec.dim,
+            "placeholder_time": placeholder,
+        },
+        batch_format="pyarrow",
+        batch_size=None,
+        num_cpus=0,
+    )  # I/O only: fits beside full actors
     done = chunks = 0
     try:
         for part in ds.iter_rows():
             done += part["documents_staged"] + part["documents_failed"]
             chunks += part["chunks_in"]
             # chunks_written: chunks processed so far (kept for progress bars); they are committed at the end
-            emit("batch", {"chunks_staged": chunks, "chunks_written": chunks, "documents_done": done,
-                           "documents_total": total})
+            emit(
+                "batch",
+                {
+                    "chunks_staged": chunks,
+                    "chunks_written": chunks,
+                    "documents_done": done,
+                    "documents_total": total,
+                },
+            )
             yield part
     except ray.exceptions.RayActorError as exc:
         raise WorkerLostError(f"a Ray worker was lost: {exc}") from exc
 
 
-def _run_row(run_id: str, sources: list[str], config: IngestConfig, spec: Any, started: datetime,
-             finished: datetime, acc: Accounting, quarantined: int) -> dict[str, Any]:
+def _run_row(
+    run_id: str,
+    sources: list[str],
+    config: IngestConfig,
+    spec: Any,
+    started: datetime,
+    finished: datetime,
+    acc: Accounting,
+    quarantined: int,
+) -> dict[str, Any]:
     settings = asdict(config)
     settings.pop("storage_options", None)  # may hold credentials
-    return {"run_id": run_id, "started_at": started, "finished_at": finished, "sources_json": json.dumps(sources),
-            "config_json": json.dumps({**settings, "accounting": asdict(acc)}, default=str), "embedder": spec.id,
-            "embedding_dim": spec.dim, "documents_seen": acc.documents_seen, "documents_written": acc.documents_written,
-            "chunks_written": acc.chunks_written, "quarantined": quarantined, "status": "success"}
+    return {
+        "run_id": run_id,
+        "started_at": started,
+        "finished_at": finished,
+        "sources_json": json.dumps(sources),
+        "config_json": json.dumps({**settings, "accounting": asdict(acc)}, default=str),
+        "embedder": spec.id,
+        "embedding_dim": spec.dim,
+        "documents_seen": acc.documents_seen,
+        "documents_written": acc.documents_written,
+        "chunks_written": acc.chunks_written,
+        "quarantined": quarantined,
+        "status": "success",
+    }

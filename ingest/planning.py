@@ -22,34 +22,72 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from diachron.ingest.sources import SourceDocument
-from diachron.ingest.versioning import STORED_COLUMNS, LineageConfig, PlannedDocument, StoredVersion, \
-    plan_versions, select_stored
+from diachron.ingest.versioning import (
+    STORED_COLUMNS,
+    LineageConfig,
+    PlannedDocument,
+    StoredVersion,
+    plan_versions,
+    select_stored,
+)
 from diachron.schemas.lineage import DERIVED_UNTIL_KEY, SERIES_INFERRED_KEY, UNRESOLVED_KEY
 
 __all__ = ["DOC_INPUT_SCHEMA", "PLAN_SCHEMA", "plan_staged", "planned_block", "stored_versions"]
 
 TS = pa.timestamp("us", tz="UTC")
 #: the plan: one row per document to process (``p_notes``: JSON of the metadata keys planning adds)
-PLAN_SCHEMA = pa.schema([("seq", pa.int64()), ("offset", pa.int64()), ("p_doc_id", pa.string()), ("p_series_id", pa.string()),
-                         ("p_supersedes", pa.string()), ("p_relation", pa.string()), ("p_valid_until", TS),
-                         ("p_notes", pa.string())])
+PLAN_SCHEMA = pa.schema(
+    [
+        ("seq", pa.int64()),
+        ("offset", pa.int64()),
+        ("p_doc_id", pa.string()),
+        ("p_series_id", pa.string()),
+        ("p_supersedes", pa.string()),
+        ("p_relation", pa.string()),
+        ("p_valid_until", TS),
+        ("p_notes", pa.string()),
+    ]
+)
 #: the annotate stage's input: every ``documents`` field the stages do not compute
-DOC_INPUT_SCHEMA = pa.schema([
-    ("doc_id", pa.string()), ("series_id", pa.string()), ("title", pa.string()), ("text", pa.string()),
-    ("content_sha256", pa.string()), ("published_at", TS), ("source_timezone", pa.string()),
-    ("version", pa.string()), ("supersedes", pa.string()), ("relation", pa.string()), ("valid_from", TS),
-    ("valid_until", TS), ("source_uri", pa.string()), ("metadata_json", pa.string()),
-])
-_PROJECTION = ["seq", "doc_id", "content_sha256", "series_id", "version", "supersedes", "relation", "source_uri",
-               "valid_from", "valid_until", "superseded_by"]
+DOC_INPUT_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("series_id", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("content_sha256", pa.string()),
+        ("published_at", TS),
+        ("source_timezone", pa.string()),
+        ("version", pa.string()),
+        ("supersedes", pa.string()),
+        ("relation", pa.string()),
+        ("valid_from", TS),
+        ("valid_until", TS),
+        ("source_uri", pa.string()),
+        ("metadata_json", pa.string()),
+    ]
+)
+_PROJECTION = [
+    "seq",
+    "doc_id",
+    "content_sha256",
+    "series_id",
+    "version",
+    "supersedes",
+    "relation",
+    "source_uri",
+    "valid_from",
+    "valid_until",
+    "superseded_by",
+]
 _NOTES = (SERIES_INFERRED_KEY, UNRESOLVED_KEY, DERIVED_UNTIL_KEY)
 _SEQ = "\x00seq"  # the projection's position, carried through planning in metadata
 
 
-def stored_versions(store: Any, docs: list[SourceDocument], dead: set[str],
-                    lineage: LineageConfig | None = None) -> list[StoredVersion]:
+def stored_versions(
+    store: Any, docs: list[SourceDocument], dead: set[str], lineage: LineageConfig | None = None
+) -> list[StoredVersion]:
     """The stored versions planning ``docs`` needs (:func:`~diachron.ingest.versioning.select_stored`: same
     series, named ids, shared id prefixes); rows of dead (uncommitted) runs are not stored versions."""
     table = store.table("documents")
@@ -71,10 +109,21 @@ def _projection(incoming: Any) -> tuple[list[SourceDocument], list[str]]:
         meta: dict[str, Any] = {_SEQ: (r["seq"], r["offset"])}
         if r["superseded_by"] is not None:
             meta["superseded_by"] = r["superseded_by"]
-        docs.append(SourceDocument(doc_id=r["doc_id"], title="", text="", source_uri=r["source_uri"],
-                                   series_id=r["series_id"], version=r["version"], supersedes=r["supersedes"],
-                                   relation=r["relation"], valid_from=r["valid_from"], valid_until=r["valid_until"],
-                                   metadata=meta))
+        docs.append(
+            SourceDocument(
+                doc_id=r["doc_id"],
+                title="",
+                text="",
+                source_uri=r["source_uri"],
+                series_id=r["series_id"],
+                version=r["version"],
+                supersedes=r["supersedes"],
+                relation=r["relation"],
+                valid_from=r["valid_from"],
+                valid_until=r["valid_until"],
+                metadata=meta,
+            )
+        )
         hashes.append(r["content_sha256"])
     return docs, hashes
 
@@ -89,8 +138,16 @@ def _unique_ids(todo: list[PlannedDocument]) -> tuple[list[PlannedDocument], lis
     return keep, dups
 
 
-def plan_staged(incoming_uri: str, db_uri: str, dim: int, storage_options: dict[str, str] | None,
-                dead: set[str], staging: Any, run_id: str, started: datetime) -> tuple[pa.Table, dict[str, Any]]:
+def plan_staged(
+    incoming_uri: str,
+    db_uri: str,
+    dim: int,
+    storage_options: dict[str, str] | None,
+    dead: set[str],
+    staging: Any,
+    run_id: str,
+    started: datetime,
+) -> tuple[pa.Table, dict[str, Any]]:
     """Plan the staged documents of a run (a Ray task; see the module docstring).
 
     Returns ``(plan, info)``: the plan (:data:`PLAN_SCHEMA`, documents to process), and ``info`` with
@@ -98,7 +155,6 @@ def plan_staged(incoming_uri: str, db_uri: str, dim: int, storage_options: dict[
     lineage notes and duplicate-id records).
     """
     import lance
-
     from diachron.ingest.stages import quarantine_row
     from diachron.ingest.store import Store
     from diachron.schemas.records import QuarantineRecord, arrow_schema
@@ -110,24 +166,54 @@ def plan_staged(incoming_uri: str, db_uri: str, dim: int, storage_options: dict[
     todo, duplicates = _unique_ids(plan.todo)
     rows = [quarantine_row(r.stage, r.record_id, r.reason, r.payload, run_id, started) for r in plan.issues]
     if duplicates:
-        texts = incoming.take([p.source.metadata[_SEQ][1] for p in duplicates], columns=["text"]).column("text")
-        rows += [quarantine_row("plan", p.doc_id, "duplicate doc_id in the batch: an earlier record has this id with "
-                                "other content", {"doc_id": p.doc_id, "text": t[:2000]}, run_id, started)
-                 for p, t in zip(duplicates, texts.to_pylist(), strict=True)]
+        texts = incoming.take([p.source.metadata[_SEQ][1] for p in duplicates], columns=["text"]).column(
+            "text"
+        )
+        rows += [
+            quarantine_row(
+                "plan",
+                p.doc_id,
+                "duplicate doc_id in the batch: an earlier record has this id with other content",
+                {"doc_id": p.doc_id, "text": t[:2000]},
+                run_id,
+                started,
+            )
+            for p, t in zip(duplicates, texts.to_pylist(), strict=True)
+        ]
     unique = list({q["quarantine_id"]: q for q in rows}.values())
-    fragments = staging.write("quarantine", pa.Table.from_pylist(unique, schema=arrow_schema(QuarantineRecord)))
-    out = pa.Table.from_pylist([{
-        "seq": p.source.metadata[_SEQ][0], "offset": p.source.metadata[_SEQ][1], "p_doc_id": p.doc_id, "p_series_id": p.series_id,
-        "p_supersedes": p.supersedes, "p_relation": p.relation, "p_valid_until": p.source.valid_until,
-        "p_notes": json.dumps(n) if (n := {k: p.source.metadata[k] for k in _NOTES if k in p.source.metadata})
-        else None} for p in todo], schema=PLAN_SCHEMA)
-    info = {"todo": len(todo), "unchanged": len(plan.unchanged), "duplicates": len(duplicates),
-            "quarantine": fragments}
+    fragments = staging.write(
+        "quarantine", pa.Table.from_pylist(unique, schema=arrow_schema(QuarantineRecord))
+    )
+    out = pa.Table.from_pylist(
+        [
+            {
+                "seq": p.source.metadata[_SEQ][0],
+                "offset": p.source.metadata[_SEQ][1],
+                "p_doc_id": p.doc_id,
+                "p_series_id": p.series_id,
+                "p_supersedes": p.supersedes,
+                "p_relation": p.relation,
+                "p_valid_until": p.source.valid_until,
+                "p_notes": json.dumps(n)
+                if (n := {k: p.source.metadata[k] for k in _NOTES if k in p.source.metadata})
+                else None,
+            }
+            for p in todo
+        ],
+        schema=PLAN_SCHEMA,
+    )
+    info = {
+        "todo": len(todo),
+        "unchanged": len(plan.unchanged),
+        "duplicates": len(duplicates),
+        "quarantine": fragments,
+    }
     return out, info
 
 
-def planned_block(batch: pa.Table, *, plan: Any, incoming_uri: str, storage_options: dict[str, str] | None,
-                  batch_size: int) -> pa.Table:
+def planned_block(
+    batch: pa.Table, *, plan: Any, incoming_uri: str, storage_options: dict[str, str] | None, batch_size: int
+) -> pa.Table:
     """Ray Data step (a worker): the annotate input of block ``batch["block"][0]`` (:data:`DOC_INPUT_SCHEMA`).
 
     Block ``k`` is the plan's rows ``[k × batch_size, (k + 1) × batch_size)`` (source order); their
@@ -141,18 +227,28 @@ def planned_block(batch: pa.Table, *, plan: Any, incoming_uri: str, storage_opti
     parts = []
     for k in batch.column("block").to_pylist():
         rows = table.slice(k * batch_size, batch_size)
-        docs = lance.dataset(incoming_uri, storage_options=storage_options).take(rows.column("offset").to_pylist())
+        docs = lance.dataset(incoming_uri, storage_options=storage_options).take(
+            rows.column("offset").to_pylist()
+        )
         parts.append(_planned(docs, rows))
     return pa.concat_tables(parts) if parts else DOC_INPUT_SCHEMA.empty_table()
 
 
 def _planned(docs: pa.Table, rows: pa.Table) -> pa.Table:
     """Staged documents (in the plan rows' order) with the plan's ids, lineage and metadata notes."""
-    merged = [m if n is None else json.dumps({**json.loads(m), **json.loads(n)}, default=str, sort_keys=True)
-              for m, n in zip(docs.column("metadata_json").to_pylist(), rows.column("p_notes").to_pylist(),
-                              strict=True)]
+    merged = [
+        m if n is None else json.dumps({**json.loads(m), **json.loads(n)}, default=str, sort_keys=True)
+        for m, n in zip(
+            docs.column("metadata_json").to_pylist(), rows.column("p_notes").to_pylist(), strict=True
+        )
+    ]
     columns = {name: docs.column(name) for name in DOC_INPUT_SCHEMA.names if name in docs.schema.names}
-    columns.update(doc_id=rows.column("p_doc_id"), series_id=rows.column("p_series_id"),
-                   supersedes=rows.column("p_supersedes"), relation=rows.column("p_relation"),
-                   valid_until=rows.column("p_valid_until"), metadata_json=pa.array(merged, pa.string()))
+    columns.update(
+        doc_id=rows.column("p_doc_id"),
+        series_id=rows.column("p_series_id"),
+        supersedes=rows.column("p_supersedes"),
+        relation=rows.column("p_relation"),
+        valid_until=rows.column("p_valid_until"),
+        metadata_json=pa.array(merged, pa.string()),
+    )
     return pa.table({name: columns[name] for name in DOC_INPUT_SCHEMA.names}, schema=DOC_INPUT_SCHEMA)

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-
 from diachron.ingest.errors import DatabaseRefusedError
 from diachron.schemas.records import TABLES, arrow_schema
 
@@ -61,26 +60,31 @@ def check_location(uri: str) -> bool:
 
 def _local_path(uri: str) -> Path | None:
     if uri.startswith("file://"):
-        return Path(uri[len("file://"):])
+        return Path(uri[len("file://") :])
     return None if "://" in uri else Path(uri)
 
 
 def _check_local(uri: str, path: Path) -> bool:
     """Raise for a file or an unwritable place; ``True`` when ``path`` is an existing directory."""
     if path.exists() and not path.is_dir():
-        raise DatabaseRefusedError(f"--db {uri!r} is a file, not a database directory: give a directory "
-                                   "(new or a diachron index)")
+        raise DatabaseRefusedError(
+            f"--db {uri!r} is a file, not a database directory: give a directory (new or a diachron index)"
+        )
     existing = path
     while not existing.exists():
         if existing.parent == existing:
             break
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
-        raise DatabaseRefusedError(f"--db {uri!r} lies under the file {str(existing)!r}: give a directory path")
+        raise DatabaseRefusedError(
+            f"--db {uri!r} lies under the file {str(existing)!r}: give a directory path"
+        )
     problem = _write_probe(existing)
     if problem is not None:
         where = "" if existing == path else f" (its nearest existing parent {str(existing)!r})"
-        raise DatabaseRefusedError(f"--db {uri!r}{where} is not writable: {problem}; give a writable directory")
+        raise DatabaseRefusedError(
+            f"--db {uri!r}{where} is not writable: {problem}; give a writable directory"
+        )
     return existing == path
 
 
@@ -104,13 +108,17 @@ def _check_tables(uri: str, dim: int, storage_options: dict[str, str] | None) ->
     ours, others = sorted(names & _OURS), sorted(names - _OURS)
     if others and not ours:
         shown = ", ".join(others[:5]) + (" …" if len(others) > 5 else "")
-        raise DatabaseRefusedError(f"--db {uri!r} is a LanceDB database of another application (tables: {shown}): "
-                                   "use a new directory for diachron")
+        raise DatabaseRefusedError(
+            f"--db {uri!r} is a LanceDB database of another application (tables: {shown}): "
+            "use a new directory for diachron"
+        )
     for name in ours:
         problem = _schema_problem(db.open_table(name).schema, arrow_schema(TABLES[name], dim=dim))
         if problem is not None:
-            raise DatabaseRefusedError(f"--db {uri!r} is not a diachron index of this version: table {name!r} "
-                                       f"{problem}; use a new directory (or the embedder that built it)")
+            raise DatabaseRefusedError(
+                f"--db {uri!r} is not a diachron index of this version: table {name!r} "
+                f"{problem}; use a new directory (or the embedder that built it)"
+            )
 
 
 def _schema_problem(found: pa.Schema, expected: pa.Schema) -> str | None:

@@ -21,13 +21,26 @@ __all__ = ["INCOMING_SCHEMA", "parse_shard", "read_sources"]
 
 TS = pa.timestamp("us", tz="UTC")
 #: the staged ``incoming`` table: one row per source document, mapped lineage fields, text and its hash
-INCOMING_SCHEMA = pa.schema([
-    ("seq", pa.int64()), ("doc_id", pa.string()), ("title", pa.string()), ("text", pa.string()),
-    ("content_sha256", pa.string()), ("published_at", TS), ("source_timezone", pa.string()),
-    ("series_id", pa.string()), ("version", pa.string()), ("supersedes", pa.string()), ("relation", pa.string()),
-    ("valid_from", TS), ("valid_until", TS), ("source_uri", pa.string()), ("metadata_json", pa.string()),
-    ("superseded_by", pa.string()),
-])
+INCOMING_SCHEMA = pa.schema(
+    [
+        ("seq", pa.int64()),
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("content_sha256", pa.string()),
+        ("published_at", TS),
+        ("source_timezone", pa.string()),
+        ("series_id", pa.string()),
+        ("version", pa.string()),
+        ("supersedes", pa.string()),
+        ("relation", pa.string()),
+        ("valid_from", TS),
+        ("valid_until", TS),
+        ("source_uri", pa.string()),
+        ("metadata_json", pa.string()),
+        ("superseded_by", pa.string()),
+    ]
+)
 _FLUSH_ROWS = 2048
 _FLUSH_CHARS = 32 << 20
 
@@ -36,18 +49,31 @@ def _incoming_row(doc: Any, seq: int) -> dict[str, Any]:
     from diachron.schemas.ids import content_sha256
 
     superseded_by = doc.metadata.get("superseded_by")
-    return {"seq": seq, "doc_id": doc.doc_id, "title": doc.title, "text": doc.text,
-            "content_sha256": content_sha256(doc.text), "published_at": doc.published_at,
-            "source_timezone": doc.source_timezone, "series_id": doc.series_id, "version": doc.version,
-            "supersedes": doc.supersedes, "relation": doc.relation, "valid_from": doc.valid_from,
-            "valid_until": doc.valid_until, "source_uri": doc.source_uri,
-            "metadata_json": json.dumps(doc.metadata, default=str, sort_keys=True),
-            "superseded_by": None if superseded_by in (None, "") or isinstance(superseded_by, dict | list)
-            else str(superseded_by)}
+    return {
+        "seq": seq,
+        "doc_id": doc.doc_id,
+        "title": doc.title,
+        "text": doc.text,
+        "content_sha256": content_sha256(doc.text),
+        "published_at": doc.published_at,
+        "source_timezone": doc.source_timezone,
+        "series_id": doc.series_id,
+        "version": doc.version,
+        "supersedes": doc.supersedes,
+        "relation": doc.relation,
+        "valid_from": doc.valid_from,
+        "valid_until": doc.valid_until,
+        "source_uri": doc.source_uri,
+        "metadata_json": json.dumps(doc.metadata, default=str, sort_keys=True),
+        "superseded_by": None
+        if superseded_by in (None, "") or isinstance(superseded_by, dict | list)
+        else str(superseded_by),
+    }
 
 
-def parse_shard(row: dict[str, Any], *, limits: Any, lineage: Any, staging: Any, run_id: str,
-                started: datetime) -> dict[str, Any]:
+def parse_shard(
+    row: dict[str, Any], *, limits: Any, lineage: Any, staging: Any, run_id: str, started: datetime
+) -> dict[str, Any]:
     """Ray Data ``map`` step (a worker): read one shard, stage its documents and its rejected records.
 
     Returns ``{"incoming", "quarantine"}`` (fragment metadata, JSON lists) and ``documents`` /
@@ -84,13 +110,15 @@ def parse_shard(row: dict[str, Any], *, limits: Any, lineage: Any, staging: Any,
         if len(docs) >= _FLUSH_ROWS or chars >= _FLUSH_CHARS:
             flush()
     flush()
-    staged_q = staging.write("quarantine", pa.Table.from_pylist(list(quarantine.values()),
-                                                                schema=arrow_schema(QuarantineRecord)))
+    staged_q = staging.write(
+        "quarantine", pa.Table.from_pylist(list(quarantine.values()), schema=arrow_schema(QuarantineRecord))
+    )
     return {"incoming": json.dumps(fragments), "quarantine": json.dumps(staged_q), **counts}
 
 
-def read_sources(shards: list[dict[str, Any]], *, limits: Any, lineage: Any, staging: Any, run_id: str,
-                 started: datetime) -> dict[str, Any]:
+def read_sources(
+    shards: list[dict[str, Any]], *, limits: Any, lineage: Any, staging: Any, run_id: str, started: datetime
+) -> dict[str, Any]:
     """Parse ``shards`` in parallel Ray tasks (driver side: only fragment metadata and counts come back).
 
     Returns ``{"incoming": [...], "quarantine": [...], "documents": n, "rejected": m}``.
@@ -100,9 +128,18 @@ def read_sources(shards: list[dict[str, Any]], *, limits: Any, lineage: Any, sta
 
     items = [{"index": i, "shard": json.dumps(s)} for i, s in enumerate(shards)]
     ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-    ds = ds.map(parse_shard, fn_kwargs={"limits": limits, "lineage": lineage, "staging": staging,
-                                        "run_id": run_id, "started": started},
-                num_cpus=0.1, compute=ray.data.TaskPoolStrategy(size=min(len(items), _cpus())))  # a concurrent
+    ds = ds.map(
+        parse_shard,
+        fn_kwargs={
+            "limits": limits,
+            "lineage": lineage,
+            "staging": staging,
+            "run_id": run_id,
+            "started": started,
+        },
+        num_cpus=0.1,
+        compute=ray.data.TaskPoolStrategy(size=min(len(items), _cpus())),
+    )  # a concurrent
     # run's actors may hold most CPUs: a small slot, a few tasks at a time
     out: dict[str, Any] = {"incoming": [], "quarantine": [], "documents": 0, "rejected": 0}
     for part in ds.iter_rows():

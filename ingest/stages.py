@@ -18,27 +18,49 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
-
 from diachron.ingest.annotation.base import DocumentAnnotation, DocumentContext
 from diachron.schemas.ids import chunk_id as make_chunk_id
 from diachron.schemas.ids import short_hash
 from diachron.schemas.records import INTERVAL_TYPE, intervals_to_arrow
 from diachron.schemas.time import Granularity, Interval, add_months, format_instant, period
 
-__all__ = ["AnnotateStage", "EmbedStage", "StageConfig", "ValidateStage", "CHUNK_STAGE_SCHEMA", "check_stage_config",
-           "quarantine_id", "stage_block"]
+__all__ = [
+    "AnnotateStage",
+    "EmbedStage",
+    "StageConfig",
+    "ValidateStage",
+    "CHUNK_STAGE_SCHEMA",
+    "check_stage_config",
+    "quarantine_id",
+    "stage_block",
+]
 
 log = logging.getLogger(__name__)
 
 TS = pa.timestamp("us", tz="UTC")
-CHUNK_STAGE_SCHEMA = pa.schema([
-    ("chunk_id", pa.string()), ("doc_id", pa.string()), ("series_id", pa.string()), ("seq", pa.int64()),
-    ("text", pa.string()), ("token_count", pa.int64()), ("published_at", TS),
-    ("intervals", pa.list_(INTERVAL_TYPE)), ("event_start", TS), ("event_end", TS), ("time_source", pa.string()),
-    ("time_status", pa.string()), ("valid_from", TS), ("valid_until", TS), ("annotator", pa.string()),
-    ("published_at_source", pa.string()), ("abstract", pa.string()), ("_quarantine", pa.string()),
-    ("_staged", pa.string()),
-])
+CHUNK_STAGE_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("series_id", pa.string()),
+        ("seq", pa.int64()),
+        ("text", pa.string()),
+        ("token_count", pa.int64()),
+        ("published_at", TS),
+        ("intervals", pa.list_(INTERVAL_TYPE)),
+        ("event_start", TS),
+        ("event_end", TS),
+        ("time_source", pa.string()),
+        ("time_status", pa.string()),
+        ("valid_from", TS),
+        ("valid_until", TS),
+        ("annotator", pa.string()),
+        ("published_at_source", pa.string()),
+        ("abstract", pa.string()),
+        ("_quarantine", pa.string()),
+        ("_staged", pa.string()),
+    ]
+)
 _SEGMENT_CHARS = 1500
 
 
@@ -86,13 +108,17 @@ def check_stage_config(config: StageConfig) -> Any:
     try:
         ZoneInfo(config.timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"unknown time zone {config.timezone!r} for --timezone: use an IANA name such as "
-                          "'Europe/Berlin' or 'UTC'") from None
+        raise ConfigError(
+            f"unknown time zone {config.timezone!r} for --timezone: use an IANA name such as "
+            "'Europe/Berlin' or 'UTC'"
+        ) from None
     try:
         return FiscalCalendar.parse(config.fiscal_calendar) if config.fiscal_calendar else FiscalCalendar()
     except ValueError as exc:
-        raise ConfigError(f"bad fiscal calendar {config.fiscal_calendar!r} for --fiscal-calendar: {exc} (expected "
-                          "START_MONTH:end|start, e.g. '2:end')") from None
+        raise ConfigError(
+            f"bad fiscal calendar {config.fiscal_calendar!r} for --fiscal-calendar: {exc} (expected "
+            "START_MONTH:end|start, e.g. '2:end')"
+        ) from None
 
 
 def build_annotator(config: StageConfig) -> Any:
@@ -108,7 +134,9 @@ def build_annotator(config: StageConfig) -> Any:
     tagger = TaggerConfig(timezone=config.timezone, fiscal=fiscal, date_order=config.date_order)  # type: ignore[arg-type]
     if config.annotator == "rules":
         return RuleAnnotator(tagger=tagger)
-    from diachron.ingest.annotation.llm import build_llm_annotator  # "vllm" (check_stage_config refused others)
+    from diachron.ingest.annotation.llm import (
+        build_llm_annotator,
+    )  # "vllm" (check_stage_config refused others)
 
     return build_llm_annotator(config.annotator_options, fallback=RuleAnnotator(tagger=tagger))
 
@@ -126,23 +154,35 @@ def chunk_time(intervals: list[Interval], published_at: datetime | None) -> tupl
     return [], "unknown", "unknown"
 
 
-def document_times(text: str, chunk_spans: list[tuple[int, int]], notes: list[Any],
-                   published_at: datetime | None) -> list[Any]:
+def document_times(
+    text: str, chunk_spans: list[tuple[int, int]], notes: list[Any], published_at: datetime | None
+) -> list[Any]:
     """Validity spans of a document's chunks (:func:`diachron.ingest.annotation.spans.document_timeline`).
 
     ``chunk_spans`` are the chunks' character offsets in ``text`` (sections start at markdown headings);
     ``notes`` their stage-2 :class:`~diachron.ingest.annotation.base.ChunkAnnotation`. Returns one
     :class:`~diachron.ingest.annotation.spans.ChunkTime` per chunk.
     """
-    from diachron.ingest.annotation.spans import (document_timeline, has_headings, present_tense,
-                                                  sections_by_position, spans_of)
+    from diachron.ingest.annotation.spans import (
+        document_timeline,
+        has_headings,
+        present_tense,
+        sections_by_position,
+        spans_of,
+    )
 
     literal = [spans_of(n.intervals, n.texts, n.kinds) for n in notes]
     sections = sections_by_position(text, chunk_spans)
     lead = sections[0] if len(set(sections)) > 1 else None  # the page's summary before its first section
-    present = lead is not None and present_tense(text[chunk_spans[0][0]:chunk_spans[0][1]])
-    return document_timeline(literal, sections=sections, published_at=published_at, headed=has_headings(text),
-                             lead=lead, lead_present=present)
+    present = lead is not None and present_tense(text[chunk_spans[0][0] : chunk_spans[0][1]])
+    return document_timeline(
+        literal,
+        sections=sections,
+        published_at=published_at,
+        headed=has_headings(text),
+        lead=lead,
+        lead_present=present,
+    )
 
 
 def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:
@@ -155,8 +195,12 @@ def hull(intervals: list[Interval]) -> tuple[datetime | None, datetime | None]:
 
 
 def _span_rows(spans: list[Any]) -> list[dict[str, Any]]:
-    return intervals_to_arrow([s.interval for s in spans], [s.text for s in spans], kinds=[s.kind for s in spans],
-                              provenance=[s.provenance for s in spans])
+    return intervals_to_arrow(
+        [s.interval for s in spans],
+        [s.text for s in spans],
+        kinds=[s.kind for s in spans],
+        provenance=[s.provenance for s in spans],
+    )
 
 
 class AnnotateStage:
@@ -168,8 +212,13 @@ class AnnotateStage:
 
     REQUIRES = ("doc_id", "series_id", "title", "text", "published_at", "valid_from", "valid_until")
 
-    def __init__(self, config: StageConfig, staging: Any = None, run_id: str = "",
-                 placeholder_time: datetime | None = None) -> None:
+    def __init__(
+        self,
+        config: StageConfig,
+        staging: Any = None,
+        run_id: str = "",
+        placeholder_time: datetime | None = None,
+    ) -> None:
         from diachron.ingest.chunking import SentenceChunker
         from diachron.ingest.embedding import resolve_embedder
 
@@ -195,10 +244,23 @@ class AnnotateStage:
             return pa.Table.from_pylist(rows, schema=CHUNK_STAGE_SCHEMA)
         from diachron.schemas.records import DocumentRecord, arrow_schema
 
-        staged = self.staging.write("documents", pa.Table.from_pylist(documents, schema=arrow_schema(DocumentRecord)))
+        staged = self.staging.write(
+            "documents", pa.Table.from_pylist(documents, schema=arrow_schema(DocumentRecord))
+        )
         if not rows:  # every document had no text to chunk: a marker row still carries the counts
-            rows.append({"chunk_id": None, "doc_id": "", "series_id": "", "seq": -2, "text": "", "token_count": 0,
-                         "time_source": "unknown", "time_status": "unknown", "annotator": "none"})
+            rows.append(
+                {
+                    "chunk_id": None,
+                    "doc_id": "",
+                    "series_id": "",
+                    "seq": -2,
+                    "text": "",
+                    "token_count": 0,
+                    "time_source": "unknown",
+                    "time_status": "unknown",
+                    "annotator": "none",
+                }
+            )
         rows[0]["_staged"] = json.dumps({"documents": staged, "documents_staged": len(documents)})
         return pa.Table.from_pylist(rows, schema=CHUNK_STAGE_SCHEMA)
 
@@ -207,45 +269,96 @@ class AnnotateStage:
         first = chunk_rows[0] if chunk_rows else {}
         published = first.get("published_at", doc["published_at"])
         source = first.get("published_at_source") or ("metadata" if doc["published_at"] else "unknown")
-        return {"doc_id": doc["doc_id"], "series_id": doc["series_id"], "title": doc["title"], "text": doc["text"],
-                "content_sha256": doc["content_sha256"], "published_at": published, "published_at_source": source,
-                "source_timezone": doc.get("source_timezone"), "abstract": first.get("abstract") or "",
-                "version": doc.get("version"), "supersedes": doc.get("supersedes"), "relation": doc.get("relation"),
-                "valid_from": doc["valid_from"], "valid_until": doc["valid_until"], "source_uri": doc["source_uri"],
-                "metadata_json": doc["metadata_json"], "annotator": first.get("annotator") or "none",
-                "recorded_at": self.placeholder, "run_id": self.run_id}
+        return {
+            "doc_id": doc["doc_id"],
+            "series_id": doc["series_id"],
+            "title": doc["title"],
+            "text": doc["text"],
+            "content_sha256": doc["content_sha256"],
+            "published_at": published,
+            "published_at_source": source,
+            "source_timezone": doc.get("source_timezone"),
+            "abstract": first.get("abstract") or "",
+            "version": doc.get("version"),
+            "supersedes": doc.get("supersedes"),
+            "relation": doc.get("relation"),
+            "valid_from": doc["valid_from"],
+            "valid_until": doc["valid_until"],
+            "source_uri": doc["source_uri"],
+            "metadata_json": doc["metadata_json"],
+            "annotator": first.get("annotator") or "none",
+            "recorded_at": self.placeholder,
+            "run_id": self.run_id,
+        }
 
     def _document(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
         text = doc["text"]
-        stage1 = self.annotator.annotate_document(DocumentContext(
-            doc["doc_id"], doc["title"], text[:_SEGMENT_CHARS], text[-_SEGMENT_CHARS:], doc["published_at"]))
+        stage1 = self.annotator.annotate_document(
+            DocumentContext(
+                doc["doc_id"],
+                doc["title"],
+                text[:_SEGMENT_CHARS],
+                text[-_SEGMENT_CHARS:],
+                doc["published_at"],
+            )
+        )
         chunks = self.chunker.chunk(text)
         notes = self.annotator.annotate_chunks([c.text for c in chunks], doc=stage1)
         times = document_times(text, [c.span for c in chunks], notes, stage1.published_at)
-        return [self._row(doc, stage1, c.seq, c.text, c.token_count, n, t)
-                for c, n, t in zip(chunks, notes, times, strict=True)]
+        return [
+            self._row(doc, stage1, c.seq, c.text, c.token_count, n, t)
+            for c, n, t in zip(chunks, notes, times, strict=True)
+        ]
 
     @staticmethod
-    def _row(doc: dict[str, Any], stage1: DocumentAnnotation, seq: int, text: str, tokens: int, note: Any,
-             chunk_time: Any) -> dict[str, Any]:
+    def _row(
+        doc: dict[str, Any],
+        stage1: DocumentAnnotation,
+        seq: int,
+        text: str,
+        tokens: int,
+        note: Any,
+        chunk_time: Any,
+    ) -> dict[str, Any]:
         start, end = hull([s.interval for s in chunk_time.spans])
         return {
-            "chunk_id": make_chunk_id(doc["doc_id"], seq, text), "doc_id": doc["doc_id"],
-            "series_id": doc["series_id"], "seq": seq, "text": text, "token_count": tokens,
-            "published_at": stage1.published_at, "intervals": _span_rows(chunk_time.spans),
-            "event_start": start, "event_end": end, "time_source": chunk_time.time_source,
+            "chunk_id": make_chunk_id(doc["doc_id"], seq, text),
+            "doc_id": doc["doc_id"],
+            "series_id": doc["series_id"],
+            "seq": seq,
+            "text": text,
+            "token_count": tokens,
+            "published_at": stage1.published_at,
+            "intervals": _span_rows(chunk_time.spans),
+            "event_start": start,
+            "event_end": end,
+            "time_source": chunk_time.time_source,
             "time_status": chunk_time.time_status,
-            "valid_from": doc["valid_from"], "valid_until": doc["valid_until"], "annotator": note.annotator,
-            "published_at_source": stage1.published_at_source, "abstract": stage1.abstract,
-            "_quarantine": json.dumps([{"stage": "annotate", "reason": f} for f in note.flags]) if note.flags else None,
+            "valid_from": doc["valid_from"],
+            "valid_until": doc["valid_until"],
+            "annotator": note.annotator,
+            "published_at_source": stage1.published_at_source,
+            "abstract": stage1.abstract,
+            "_quarantine": json.dumps([{"stage": "annotate", "reason": f} for f in note.flags])
+            if note.flags
+            else None,
         }
 
 
 def _failed_row(doc: dict[str, Any], reason: str) -> dict[str, Any]:
     payload = {"doc_id": doc["doc_id"], "text": doc["text"][:2000]}
-    return {"chunk_id": None, "doc_id": doc["doc_id"], "series_id": doc["series_id"], "seq": -1, "text": "",
-            "token_count": 0, "time_source": "unknown", "time_status": "unknown", "annotator": "none",
-            "_quarantine": json.dumps([{"stage": "annotate", "reason": reason, "payload": payload}])}
+    return {
+        "chunk_id": None,
+        "doc_id": doc["doc_id"],
+        "series_id": doc["series_id"],
+        "seq": -1,
+        "text": "",
+        "token_count": 0,
+        "time_source": "unknown",
+        "time_status": "unknown",
+        "annotator": "none",
+        "_quarantine": json.dumps([{"stage": "annotate", "reason": reason, "payload": payload}]),
+    }
 
 
 class EmbedStage:
@@ -257,7 +370,6 @@ class EmbedStage:
         import os
 
         import torch
-
         from diachron.ingest.embedding import Embedder
 
         torch.set_num_threads(config.embed_threads or os.cpu_count() or 1)
@@ -270,7 +382,9 @@ class EmbedStage:
         vectors = self.embedder.embed([t or " " for t in texts])
         flat = pa.array(vectors.reshape(-1), type=pa.float32())
         column = pa.FixedSizeListArray.from_arrays(flat, self.embedder.dim)
-        return batch.append_column("vector", column).append_column("_embed_node", pa.array([self.node] * len(texts)))
+        return batch.append_column("vector", column).append_column(
+            "_embed_node", pa.array([self.node] * len(texts))
+        )
 
 
 def _node_id() -> str:
@@ -301,30 +415,46 @@ class ValidateStage:
         import pandas as pd
 
         rows = batch.to_pylist()
-        flat = [(r, i, iv) for r, row in enumerate(rows) for i, iv in enumerate(row["intervals"] or [])
-                if row["time_source"] == "event"]
+        flat = [
+            (r, i, iv)
+            for r, row in enumerate(rows)
+            for i, iv in enumerate(row["intervals"] or [])
+            if row["time_source"] == "event"
+        ]
         limit = self.validator.config.max_years_after_publication
-        frame = pd.DataFrame({
-            "start": pd.Series([iv["start"] for _, _, iv in flat], dtype="datetime64[us, UTC]"),
-            "end": pd.Series([iv["end"] for _, _, iv in flat], dtype="datetime64[us, UTC]"),
-            "latest_start": pd.Series([_years_after(rows[r]["published_at"], limit) for r, _, _ in flat],
-                                      dtype="datetime64[us, UTC]"),
-            "provenance": pd.Series([iv.get("provenance") for _, _, iv in flat], dtype="object"),
-        })
+        frame = pd.DataFrame(
+            {
+                "start": pd.Series([iv["start"] for _, _, iv in flat], dtype="datetime64[us, UTC]"),
+                "end": pd.Series([iv["end"] for _, _, iv in flat], dtype="datetime64[us, UTC]"),
+                "latest_start": pd.Series(
+                    [_years_after(rows[r]["published_at"], limit) for r, _, _ in flat],
+                    dtype="datetime64[us, UTC]",
+                ),
+                "provenance": pd.Series([iv.get("provenance") for _, _, iv in flat], dtype="object"),
+            }
+        )
         bad_intervals = self.validator.check_intervals(frame)
         drop: dict[int, set[int]] = {}
         for pos, reasons in bad_intervals.items():
             r, i, iv = flat[pos]
             drop.setdefault(r, set()).add(i)
-            _add_quarantine(rows[r], "validate_interval", "; ".join(reasons),
-                            {"chunk_id": rows[r]["chunk_id"], "interval": _json_interval(iv)})
+            _add_quarantine(
+                rows[r],
+                "validate_interval",
+                "; ".join(reasons),
+                {"chunk_id": rows[r]["chunk_id"], "interval": _json_interval(iv)},
+            )
         for r, indices in drop.items():
             _retime(rows[r], [iv for i, iv in enumerate(rows[r]["intervals"]) if i not in indices])
-        chunk_frame = pd.DataFrame({k: [row[k] for row in rows] for k in ("chunk_id", "doc_id", "text", "time_source")})
+        chunk_frame = pd.DataFrame(
+            {k: [row[k] for row in rows] for k in ("chunk_id", "doc_id", "text", "time_source")}
+        )
         for pos, reasons in self.validator.check_chunks(chunk_frame).items():
             rows[pos]["_rejected"] = "; ".join(reasons)
         schema = batch.schema.append(pa.field("_rejected", pa.string()))
-        return pa.Table.from_pylist([{**row, "_rejected": row.get("_rejected")} for row in rows], schema=schema)
+        return pa.Table.from_pylist(
+            [{**row, "_rejected": row.get("_rejected")} for row in rows], schema=schema
+        )
 
 
 def _years_after(instant: datetime | None, years: int) -> datetime | None:
@@ -332,8 +462,12 @@ def _years_after(instant: datetime | None, years: int) -> datetime | None:
 
 
 def _json_interval(iv: dict[str, Any]) -> dict[str, Any]:
-    return {"start": format_instant(iv["start"]), "end": format_instant(iv["end"]),
-            "granularity": iv["granularity"], "text": iv.get("text")}
+    return {
+        "start": format_instant(iv["start"]),
+        "end": format_instant(iv["end"]),
+        "granularity": iv["granularity"],
+        "text": iv.get("text"),
+    }
 
 
 def _add_quarantine(row: dict[str, Any], stage: str, reason: str, payload: dict[str, Any]) -> None:
@@ -360,16 +494,30 @@ def quarantine_id(stage: str, record_id: str, reason: str, payload_json: str) ->
     return short_hash(stage, record_id, reason, payload_json)
 
 
-def quarantine_row(stage: str, record_id: str, reason: str, payload: dict[str, Any], run_id: str,
-                   recorded_at: datetime | None) -> dict[str, Any]:
+def quarantine_row(
+    stage: str,
+    record_id: str,
+    reason: str,
+    payload: dict[str, Any],
+    run_id: str,
+    recorded_at: datetime | None,
+) -> dict[str, Any]:
     """One ``quarantine`` row (payload as JSON, id from content)."""
     payload_json = json.dumps(payload, default=str, sort_keys=True)
-    return {"quarantine_id": quarantine_id(stage, record_id, reason, payload_json), "run_id": run_id, "stage": stage,
-            "record_id": record_id, "reason": reason, "payload_json": payload_json, "recorded_at": recorded_at}
+    return {
+        "quarantine_id": quarantine_id(stage, record_id, reason, payload_json),
+        "run_id": run_id,
+        "stage": stage,
+        "record_id": record_id,
+        "reason": reason,
+        "payload_json": payload_json,
+        "recorded_at": recorded_at,
+    }
 
 
-def stage_block(batch: pa.Table, *, staging: Any, run_id: str, embedder_id: str, dim: int,
-                placeholder_time: datetime) -> pa.Table:
+def stage_block(
+    batch: pa.Table, *, staging: Any, run_id: str, embedder_id: str, dim: int, placeholder_time: datetime
+) -> pa.Table:
     """Last pipeline step (a Ray task per block): write the block's chunk and quarantine rows as staged
     fragments; return one small row of fragment metadata and counts for the driver.
 
@@ -397,8 +545,12 @@ def stage_block(batch: pa.Table, *, staging: Any, run_id: str, embedder_id: str,
             nodes.add(row["_embed_node"])
         doc_id = row["doc_id"]
         for entry in json.loads(row["_quarantine"]) if row["_quarantine"] else []:
-            add(entry["stage"], row["chunk_id"] or doc_id, entry["reason"],
-                entry.get("payload") or {"chunk_id": row["chunk_id"], "doc_id": doc_id})
+            add(
+                entry["stage"],
+                row["chunk_id"] or doc_id,
+                entry["reason"],
+                entry.get("payload") or {"chunk_id": row["chunk_id"], "doc_id": doc_id},
+            )
         if row["seq"] == -1:
             counts["documents_failed"] += 1
         if row["seq"] < 0:
@@ -406,17 +558,28 @@ def stage_block(batch: pa.Table, *, staging: Any, run_id: str, embedder_id: str,
         counts["chunks_in"] += 1
         if row["_rejected"]:
             counts["chunks_rejected"] += 1
-            add("validate_chunk", row["chunk_id"], row["_rejected"],
-                {"chunk_id": row["chunk_id"], "doc_id": doc_id, "text": row["text"]})
+            add(
+                "validate_chunk",
+                row["chunk_id"],
+                row["_rejected"],
+                {"chunk_id": row["chunk_id"], "doc_id": doc_id, "text": row["text"]},
+            )
             continue
         row.update(embedder=embedder_id, recorded_at=placeholder_time, run_id=run_id)
         chunks.append({k: row[k] for k in ChunkRecord.__slots__})
     chunk_table = pa.Table.from_pylist(chunks, schema=arrow_schema(ChunkRecord, dim=dim))
     if chunk_table.num_rows:
         chunk_table = chunk_table.sort_by([("event_start", "ascending")])  # time order within the fragment
-    out = {"documents": json.dumps(documents),
-           "chunks": json.dumps(staging.write("chunks", chunk_table)),
-           "quarantine": json.dumps(staging.write("quarantine", pa.Table.from_pylist(
-               list(quarantine.values()), schema=arrow_schema(QuarantineRecord)))),
-           "embed_nodes": json.dumps(sorted(nodes)), **counts}
+    out = {
+        "documents": json.dumps(documents),
+        "chunks": json.dumps(staging.write("chunks", chunk_table)),
+        "quarantine": json.dumps(
+            staging.write(
+                "quarantine",
+                pa.Table.from_pylist(list(quarantine.values()), schema=arrow_schema(QuarantineRecord)),
+            )
+        ),
+        "embed_nodes": json.dumps(sorted(nodes)),
+        **counts,
+    }
     return pa.Table.from_pylist([out])

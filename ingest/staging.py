@@ -45,11 +45,14 @@ class Staging:
             return []
         import os
 
-        os.environ.setdefault("LANCE_LOG", "error")  # before lance loads in a worker: no "will be created" noise
+        os.environ.setdefault(
+            "LANCE_LOG", "error"
+        )  # before lance loads in a worker: no "will be created" noise
         from lance.fragment import write_fragments
 
-        fragments = write_fragments(table, self.uri(name), schema=table.schema,
-                                    storage_options=self.storage_options)
+        fragments = write_fragments(
+            table, self.uri(name), schema=table.schema, storage_options=self.storage_options
+        )
         return [json.dumps(f.to_json()) for f in fragments]
 
     def commit(self, name: str, fragments: list[str], schema: pa.Schema) -> Any:
@@ -63,11 +66,16 @@ class Staging:
         # ids must be unique within a dataset: workers wrote them without coordination
         for i, meta in enumerate(metas):
             meta.id = i
-        return lance.LanceDataset.commit(self.uri(name), lance.LanceOperation.Overwrite(schema, metas),
-                                         storage_options=self.storage_options)
+        return lance.LanceDataset.commit(
+            self.uri(name),
+            lance.LanceOperation.Overwrite(schema, metas),
+            storage_options=self.storage_options,
+        )
 
     @staticmethod
-    def batches(dataset: Any, *, order_by: str | None = None, batch_size: int = 1024) -> Iterator[pa.RecordBatch]:
+    def batches(
+        dataset: Any, *, order_by: str | None = None, batch_size: int = 1024
+    ) -> Iterator[pa.RecordBatch]:
         """Stream the staged rows (optionally sorted by ``order_by``, nulls first) in batches."""
         scanner = dataset.scanner(batch_size=batch_size, order_by=[order_by] if order_by else None)
         yield from scanner.to_reader()
@@ -97,14 +105,26 @@ def _s3(options: dict[str, str]) -> Any:
 
     endpoint = options.get("aws_endpoint") or options.get("endpoint") or options.get("aws_endpoint_url")
     allow_http = str(options.get("allow_http") or options.get("aws_allow_http") or "").lower() == "true"
-    return pafs.S3FileSystem(access_key=options.get("aws_access_key_id"), secret_key=options.get("aws_secret_access_key"),
-                             region=options.get("aws_region") or options.get("region") or "us-east-1",
-                             endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
-                             scheme="http" if allow_http else "https")
+    return pafs.S3FileSystem(
+        access_key=options.get("aws_access_key_id"),
+        secret_key=options.get("aws_secret_access_key"),
+        region=options.get("aws_region") or options.get("region") or "us-east-1",
+        endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
+        scheme="http" if allow_http else "https",
+    )
 
 
-def merge_run_table(name: str, fragments: list[str], *, staging: Staging, db_uri: str, dim: int,
-                    recorded_at: Any, replace_runs: set[str], run_id: str) -> dict[str, int]:
+def merge_run_table(
+    name: str,
+    fragments: list[str],
+    *,
+    staging: Staging,
+    db_uri: str,
+    dim: int,
+    recorded_at: Any,
+    replace_runs: set[str],
+    run_id: str,
+) -> dict[str, int]:
     """Merge one staged table of run ``run_id`` into the database (runs as a Ray task beside the driver).
 
     Commits ``fragments`` (worker fragment metadata, JSON) into the staged table ``name``, then streams its

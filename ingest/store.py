@@ -28,7 +28,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from diachron.ingest.errors import StoreConflictError
 from diachron.ingest.time_index import build_time_index
 from diachron.schemas.records import TABLES, arrow_schema
@@ -39,8 +38,10 @@ __all__ = ["COMMIT_LEASE", "Store"]
 log = logging.getLogger(__name__)
 
 KEYS = {"documents": "doc_id", "chunks": "chunk_id", "quarantine": "quarantine_id", "runs": "run_id"}
-SCALAR_INDEXES = {"chunks": ["event_start", "event_end", "doc_id", "recorded_at", "text"],
-                  "documents": ["doc_id", "series_id"]}
+SCALAR_INDEXES = {
+    "chunks": ["event_start", "event_end", "doc_id", "recorded_at", "text"],
+    "documents": ["doc_id", "series_id"],
+}
 #: columns indexed for full text (BM25, stemmed, stop words removed), not BTREE: the chunk text, the lexical
 #: signal of the ranking (:mod:`diachron.retrieval.search`)
 FULL_TEXT = frozenset({"text"})
@@ -103,8 +104,12 @@ class Store:
 
     def begin_run(self, row: dict[str, Any], *, now: datetime) -> None:
         """Write the run's commit marker: its ``runs`` row with status ``committing``, host, pid and lease."""
-        marker = dict(row, status="committing", finished_at=now,
-                      config_json=_with_owner(row["config_json"], now + COMMIT_LEASE))
+        marker = dict(
+            row,
+            status="committing",
+            finished_at=now,
+            config_json=_with_owner(row["config_json"], now + COMMIT_LEASE),
+        )
         self._upsert_run(marker)
 
     def finish_run(self, row: dict[str, Any]) -> None:
@@ -116,8 +121,9 @@ class Store:
 
         table = pa.Table.from_pylist([row], schema=arrow_schema(RunRecord)).cast(self.table("runs").schema)
         try:
-            self.table("runs").merge_insert("run_id").when_matched_update_all().when_not_matched_insert_all(
-                ).execute(table)
+            self.table("runs").merge_insert(
+                "run_id"
+            ).when_matched_update_all().when_not_matched_insert_all().execute(table)
         except OSError as exc:
             raise StoreConflictError(f"commit to 'runs' failed: {exc}") from exc
 
@@ -137,7 +143,9 @@ class Store:
             elif r["status"] == "committing":
                 owner = _owner(r["config_json"])
                 gone = owner.get("host") == host and not _alive(owner.get("pid"))
-                expired = owner.get("lease_until") is None or datetime.fromisoformat(owner["lease_until"]) < clock
+                expired = (
+                    owner.get("lease_until") is None or datetime.fromisoformat(owner["lease_until"]) < clock
+                )
                 if gone or expired:
                     dead.add(r["run_id"])
         return dead
@@ -150,8 +158,9 @@ class Store:
         runs = self.table("runs")
         runs.update(where=_in_sql("run_id", ids) + " AND status = 'committing'", values={"status": "failed"})
 
-    def merge_staged(self, name: str, batches: Iterator[pa.RecordBatch], *, recorded_at: datetime,
-                     replace_runs: set[str]) -> dict[str, int]:
+    def merge_staged(
+        self, name: str, batches: Iterator[pa.RecordBatch], *, recorded_at: datetime, replace_runs: set[str]
+    ) -> dict[str, int]:
         """Merge staged rows into ``name`` in one transaction; returns ``{"inserted", "replaced", "duplicates"}``.
 
         New keys are inserted; keys held by a row of a run in ``replace_runs`` (dead runs) are replaced;
@@ -179,7 +188,9 @@ class Store:
                     table = table.take(keep)
                 if "recorded_at" in table.schema.names:
                     stamp = pa.array([recorded_at] * table.num_rows, type=pa.timestamp("us", tz="UTC"))
-                    table = table.set_column(table.schema.get_field_index("recorded_at"), "recorded_at", stamp)
+                    table = table.set_column(
+                        table.schema.get_field_index("recorded_at"), "recorded_at", stamp
+                    )
                 yield from table.select(schema.names).cast(schema).to_batches()
 
         builder = target.to_lance().merge_insert(key)
@@ -190,8 +201,11 @@ class Store:
             result = builder.execute(pa.RecordBatchReader.from_batches(schema, stamped()))
         except OSError as exc:
             raise StoreConflictError(f"commit to {name!r} failed: {exc}") from exc
-        return {"inserted": int(result["num_inserted_rows"]), "replaced": int(result["num_updated_rows"]),
-                "duplicates": dups}
+        return {
+            "inserted": int(result["num_inserted_rows"]),
+            "replaced": int(result["num_updated_rows"]),
+            "duplicates": dups,
+        }
 
     @contextmanager
     def commit_lock(self) -> Iterator[None]:
@@ -286,7 +300,11 @@ def _in_sql(column: str, run_ids: list[str]) -> str:
 
 def _with_owner(config_json: str, lease_until: datetime) -> str:
     config = json.loads(config_json or "{}")
-    config["_commit"] = {"host": socket.gethostname(), "pid": os.getpid(), "lease_until": lease_until.isoformat()}
+    config["_commit"] = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "lease_until": lease_until.isoformat(),
+    }
     return json.dumps(config, default=str)
 
 

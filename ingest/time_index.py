@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from diachron.ingest.classed_layout import write_classed
 from diachron.schemas import time_index as fmt
 
@@ -68,21 +67,27 @@ def _row_times(data: pa.Table) -> dict[str, np.ndarray]:
     first_end = np.full(len(counts), OPEN_PAST, dtype=np.int64)
     first_start[known] = starts[earliest[first[known]]]
     first_end[known] = ends[earliest[first[known]]]
-    return {"first_start": first_start, "first_end": first_end, "known": known,
-            "valid_from": _micros(data.column("valid_from"), OPEN_PAST),
-            "valid_until": _micros(data.column("valid_until"), OPEN_FUTURE),
-            "recorded": _micros(data.column("recorded_at"), OPEN_FUTURE)}
+    return {
+        "first_start": first_start,
+        "first_end": first_end,
+        "known": known,
+        "valid_from": _micros(data.column("valid_from"), OPEN_PAST),
+        "valid_until": _micros(data.column("valid_until"), OPEN_FUTURE),
+        "recorded": _micros(data.column("recorded_at"), OPEN_FUTURE),
+    }
 
 
 def _node_stats(times: dict[str, np.ndarray], order: np.ndarray, lo: np.ndarray) -> dict[str, np.ndarray]:
     """:data:`~diachron.schemas.time_index.NODE_STATS` of each node (nodes of one level start at ``lo``)."""
     t = {k: v[order] for k, v in times.items()}
-    return {"max_first_start": np.maximum.reduceat(t["first_start"], lo),
-            "min_first_end": np.minimum.reduceat(t["first_end"], lo),
-            "all_known": np.minimum.reduceat(t["known"].astype(np.int8), lo),
-            "max_recorded": np.maximum.reduceat(t["recorded"], lo),
-            "max_valid_from": np.maximum.reduceat(t["valid_from"], lo),
-            "min_valid_until": np.minimum.reduceat(t["valid_until"], lo)}
+    return {
+        "max_first_start": np.maximum.reduceat(t["first_start"], lo),
+        "min_first_end": np.minimum.reduceat(t["first_end"], lo),
+        "all_known": np.minimum.reduceat(t["known"].astype(np.int8), lo),
+        "max_recorded": np.maximum.reduceat(t["recorded"], lo),
+        "max_valid_from": np.maximum.reduceat(t["valid_from"], lo),
+        "min_valid_until": np.minimum.reduceat(t["valid_until"], lo),
+    }
 
 
 def _kmeans(x: np.ndarray, nlist: int, rng: np.random.Generator, iterations: int = 8) -> np.ndarray:
@@ -102,10 +107,14 @@ def _kmeans(x: np.ndarray, nlist: int, rng: np.random.Generator, iterations: int
 
 
 def _assign(x: np.ndarray, centroids: np.ndarray, piece: int = 65_536) -> np.ndarray:
-    return np.concatenate([np.argmax(x[i:i + piece] @ centroids.T, axis=1) for i in range(0, len(x), piece)])
+    return np.concatenate(
+        [np.argmax(x[i : i + piece] @ centroids.T, axis=1) for i in range(0, len(x), piece)]
+    )
 
 
-def _ivf(vectors: np.ndarray, lo: int, hi: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ivf(
+    vectors: np.ndarray, lo: int, hi: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """IVF partition of time positions ``[lo, hi)``: ``(centroids, list sizes, members grouped by list)``."""
     x = np.asarray(vectors[lo:hi])
     nlist = int(np.clip(np.ceil(np.sqrt(hi - lo)), 16, 4096))
@@ -115,8 +124,15 @@ def _ivf(vectors: np.ndarray, lo: int, hi: int, rng: np.random.Generator) -> tup
     return centroids, np.bincount(assign, minlength=nlist), members
 
 
-def _calibrate(vectors: np.ndarray, node: tuple[int, int], ivf: tuple[np.ndarray, np.ndarray, np.ndarray],
-               rng: np.random.Generator, target: float, k: int = 10, n_queries: int = 16) -> tuple[int, float]:
+def _calibrate(
+    vectors: np.ndarray,
+    node: tuple[int, int],
+    ivf: tuple[np.ndarray, np.ndarray, np.ndarray],
+    rng: np.random.Generator,
+    target: float,
+    k: int = 10,
+    n_queries: int = 16,
+) -> tuple[int, float]:
     """Smallest ``nprobe`` whose mean recall@10 (exact search within the node as truth) reaches ``target``.
 
     Queries look like the data (a question's e_hypo is near the chunks it should find): a random row of
@@ -136,7 +152,7 @@ def _calibrate(vectors: np.ndarray, node: tuple[int, int], ivf: tuple[np.ndarray
     for nprobe in [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if p < nlist // 2]:
         recalls = []
         for q, lists, true in zip(qs, ranked[:, :nprobe], truth, strict=True):
-            pos = np.concatenate([members[starts[j]:starts[j + 1]] for j in lists])
+            pos = np.concatenate([members[starts[j] : starts[j + 1]] for j in lists])
             got = pos[np.argpartition(-(np.asarray(vectors[pos]) @ q), min(k, len(pos) - 1))[:k]]
             recalls.append(len(set(true.tolist()) & set(got.tolist())) / k)
         if np.mean(recalls) >= target:
@@ -149,13 +165,14 @@ def _write_int8(directory: Path, vectors: np.ndarray, piece: int = 65_536) -> np
     (:func:`~diachron.schemas.time_index.quantize`); returns the codes (memory-mapped)."""
     max_abs = np.zeros(vectors.shape[1], dtype=np.float32)
     for lo in range(0, len(vectors), piece):
-        np.maximum(max_abs, np.abs(vectors[lo:lo + piece]).max(axis=0), out=max_abs)
+        np.maximum(max_abs, np.abs(vectors[lo : lo + piece]).max(axis=0), out=max_abs)
     scale = fmt.int8_scale(max_abs)
     np.save(directory / fmt.INT8_SCALE_FILE, scale)
-    codes = np.lib.format.open_memmap(directory / fmt.VECTORS_INT8_FILE, mode="w+", dtype=np.int8,
-                                      shape=vectors.shape)
+    codes = np.lib.format.open_memmap(
+        directory / fmt.VECTORS_INT8_FILE, mode="w+", dtype=np.int8, shape=vectors.shape
+    )
     for lo in range(0, len(vectors), piece):
-        codes[lo:lo + piece] = fmt.quantize(vectors[lo:lo + piece], scale)
+        codes[lo : lo + piece] = fmt.quantize(vectors[lo : lo + piece], scale)
     codes.flush()
     return codes
 
@@ -168,8 +185,15 @@ def _read_manifest(directory: Path) -> dict[str, Any] | None:
     return manifest if manifest.get("format") == fmt.FORMAT else None
 
 
-def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int = SEGMENT_ROWS,
-                     ann_min_rows: int = ANN_MIN_ROWS, target_recall: float = 0.98, seed: int = 0) -> dict[str, Any]:
+def build_time_index(
+    dataset: Any,
+    directory: Path | str,
+    *,
+    segment_rows: int = SEGMENT_ROWS,
+    ann_min_rows: int = ANN_MIN_ROWS,
+    target_recall: float = 0.98,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Write (or extend) the time index of a Lance ``chunks`` dataset into ``directory``; returns the manifest.
 
     Args:
@@ -193,7 +217,9 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
     reuse = _reusable(previous, directory, data, n)
     n_old = reuse["num_rows"] if reuse else 0
     new_order = np.lexsort((times["first_start"][n_old:], ~times["known"][n_old:])) + n_old
-    order = np.concatenate([reuse["order"], new_order]).astype(np.int32) if reuse else new_order.astype(np.int32)
+    order = (
+        np.concatenate([reuse["order"], new_order]).astype(np.int32) if reuse else new_order.astype(np.int32)
+    )
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -206,16 +232,20 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
     offset = n_old
     for batch in dataset.to_batches(columns=["vector"], batch_size=65_536, offset=n_old) if n > n_old else []:
         block = batch.column(0)
-        vectors[position[offset:offset + len(block)]] = block.values.to_numpy().reshape(len(block), dim)
+        vectors[position[offset : offset + len(block)]] = block.values.to_numpy().reshape(len(block), dim)
         offset += len(block)
     np.save(tmp / fmt.ORDER_FILE, order)
     codes = _write_int8(tmp, vectors)  # rewritten whole each build (a quarter of the vectors' bytes)
     entries = write_classed(tmp, *_flat_intervals(data)[:3], codes, position)  # rewritten whole each build
-    tree_rows = n if reuse else int(times["known"].sum())  # a full build leaves unknown-time rows out of the tree
+    tree_rows = (
+        n if reuse else int(times["known"].sum())
+    )  # a full build leaves unknown-time rows out of the tree
     level, lo, hi = fmt.tree_nodes(tree_rows, segment_rows)
-    in_tree = order[:max(tree_rows, 1)]
-    stats = {name: np.concatenate([_node_stats(times, in_tree, lo[level == lv])[name] for lv in np.unique(level)])
-             for name in fmt.NODE_STATS}
+    in_tree = order[: max(tree_rows, 1)]
+    stats = {
+        name: np.concatenate([_node_stats(times, in_tree, lo[level == lv])[name] for lv in np.unique(level)])
+        for name in fmt.NODE_STATS
+    }
     np.savez(tmp / fmt.NODES_FILE, level=level, lo=lo, hi=hi, **stats)
     kept = min(n_old // segment_rows * segment_rows, n_old)  # positions whose segment did not change
     ann, levels = _build_ann(vectors, level, lo, hi, ann_min_rows, kept, reuse, rng, target_recall)
@@ -224,10 +254,21 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
     np.savez(tmp / fmt.ANN_FILE, **ann)
     vectors.flush()
     probes = np.linspace(0, n - 1, min(n, 16)).astype(np.int64) if n else np.empty(0, dtype=np.int64)
-    manifest = {"format": fmt.FORMAT, "table_version": int(dataset.version), "num_rows": n, "dim": dim,
-                "segment_rows": segment_rows, "ann_min_rows": ann_min_rows, "tree_rows": tree_rows, "target_recall": target_recall,
-                "levels": levels, "probe_ids": {str(int(i)): data.column("chunk_id")[int(i)].as_py() for i in probes},
-                "incremental_from_rows": n_old, "classed_entries": entries, "build_seconds": round(time.perf_counter() - t0, 3)}
+    manifest = {
+        "format": fmt.FORMAT,
+        "table_version": int(dataset.version),
+        "num_rows": n,
+        "dim": dim,
+        "segment_rows": segment_rows,
+        "ann_min_rows": ann_min_rows,
+        "tree_rows": tree_rows,
+        "target_recall": target_recall,
+        "levels": levels,
+        "probe_ids": {str(int(i)): data.column("chunk_id")[int(i)].as_py() for i in probes},
+        "incremental_from_rows": n_old,
+        "classed_entries": entries,
+        "build_seconds": round(time.perf_counter() - t0, 3),
+    }
     (tmp / fmt.MANIFEST).write_text(json.dumps(manifest, indent=1))
     old = directory.with_name(directory.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -235,11 +276,15 @@ def build_time_index(dataset: Any, directory: Path | str, *, segment_rows: int =
         directory.rename(old)
     tmp.rename(directory)
     shutil.rmtree(old, ignore_errors=True)
-    log.info("time index: %d rows (%d reused), %d nodes, %.1f s", n, n_old, len(level), manifest["build_seconds"])
+    log.info(
+        "time index: %d rows (%d reused), %d nodes, %.1f s", n, n_old, len(level), manifest["build_seconds"]
+    )
     return manifest
 
 
-def _reusable(previous: dict[str, Any] | None, directory: Path, data: pa.Table, n: int) -> dict[str, Any] | None:
+def _reusable(
+    previous: dict[str, Any] | None, directory: Path, data: pa.Table, n: int
+) -> dict[str, Any] | None:
     """The previous build's order and ANN when the table only grew since (its probe rows are unchanged)."""
     if previous is None or not 0 < previous["num_rows"] <= n or n > 1.5 * previous["num_rows"]:
         return None  # nothing to extend, rows removed, or grown by half: rebuild (a compaction of the tree)
@@ -255,8 +300,14 @@ def _reusable(previous: dict[str, Any] | None, directory: Path, data: pa.Table, 
         order = np.load(directory / fmt.ORDER_FILE)
     except (OSError, ValueError, KeyError):
         return None
-    return {"num_rows": previous["num_rows"], "order": order, "ann": old_ann, "nodes": old_nodes,
-            "levels": previous["levels"], "segment_rows": previous["segment_rows"]}
+    return {
+        "num_rows": previous["num_rows"],
+        "order": order,
+        "ann": old_ann,
+        "nodes": old_nodes,
+        "levels": previous["levels"],
+        "segment_rows": previous["segment_rows"],
+    }
 
 
 def _old_ivf(reuse: dict[str, Any] | None, lv: int, lo: int, hi: int) -> tuple[np.ndarray, ...] | None:
@@ -268,13 +319,21 @@ def _old_ivf(reuse: dict[str, Any] | None, lv: int, lo: int, hi: int) -> tuple[n
     if not len(match) or ann["node_lists"][match[0]] == ann["node_lists"][match[0] + 1]:
         return None
     a, b = ann["node_lists"][match[0]], ann["node_lists"][match[0] + 1]
-    sizes = np.diff(ann["list_start"][a:b + 1])
-    return ann["centroids"][a:b], sizes, ann["members"][ann["list_start"][a]:ann["list_start"][b]]
+    sizes = np.diff(ann["list_start"][a : b + 1])
+    return ann["centroids"][a:b], sizes, ann["members"][ann["list_start"][a] : ann["list_start"][b]]
 
 
-def _build_ann(vectors: np.ndarray, level: np.ndarray, lo: np.ndarray, hi: np.ndarray, ann_min_rows: int, kept: int,
-               reuse: dict[str, Any] | None, rng: np.random.Generator, target: float
-               ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+def _build_ann(
+    vectors: np.ndarray,
+    level: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ann_min_rows: int,
+    kept: int,
+    reuse: dict[str, Any] | None,
+    rng: np.random.Generator,
+    target: float,
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
     """IVF partitions of every node with ≥ ``ann_min_rows`` rows, and per level the calibrated ``nprobe``."""
     centroids, sizes, members, node_lists = [], [], [], [0]
     levels: dict[str, dict[str, Any]] = {}
@@ -285,10 +344,17 @@ def _build_ann(vectors: np.ndarray, level: np.ndarray, lo: np.ndarray, hi: np.nd
             ivf = (_old_ivf(reuse, lv, a, b) if b <= kept else None) or _ivf(vectors, a, b, rng)
             if str(lv) not in levels:  # calibrated on the level's first node
                 old = (reuse or {}).get("levels", {}).get(str(lv))
-                nprobe, recall = (old["nprobe"], old["recall_at_10"]) if old and b <= kept else \
-                    _calibrate(vectors, (a, b), ivf, rng, target)
-                levels[str(lv)] = {"nprobe": int(nprobe), "nlist": len(ivf[0]), "recall_at_10": recall,
-                                   "ivf": int(nprobe) < len(ivf[0])}  # no gain at nprobe == nlist: scan instead
+                nprobe, recall = (
+                    (old["nprobe"], old["recall_at_10"])
+                    if old and b <= kept
+                    else _calibrate(vectors, (a, b), ivf, rng, target)
+                )
+                levels[str(lv)] = {
+                    "nprobe": int(nprobe),
+                    "nlist": len(ivf[0]),
+                    "recall_at_10": recall,
+                    "ivf": int(nprobe) < len(ivf[0]),
+                }  # no gain at nprobe == nlist: scan instead
             if not levels[str(lv)]["ivf"]:
                 ivf = None
         if ivf is not None:
@@ -298,7 +364,9 @@ def _build_ann(vectors: np.ndarray, level: np.ndarray, lo: np.ndarray, hi: np.nd
         node_lists.append(node_lists[-1] + (len(ivf[0]) if ivf is not None else 0))
     dim = vectors.shape[1]
     all_sizes = np.concatenate(sizes) if sizes else np.empty(0, dtype=np.int64)
-    return {"centroids": np.concatenate(centroids) if centroids else np.empty((0, dim), dtype=np.float32),
-            "node_lists": np.array(node_lists, dtype=np.int64),
-            "list_start": np.concatenate([[0], np.cumsum(all_sizes)]).astype(np.int64),
-            "members": np.concatenate(members) if members else np.empty(0, dtype=np.int32)}, levels
+    return {
+        "centroids": np.concatenate(centroids) if centroids else np.empty((0, dim), dtype=np.float32),
+        "node_lists": np.array(node_lists, dtype=np.int64),
+        "list_start": np.concatenate([[0], np.cumsum(all_sizes)]).astype(np.int64),
+        "members": np.concatenate(members) if members else np.empty(0, dtype=np.int32),
+    }, levels

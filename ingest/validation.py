@@ -104,15 +104,23 @@ class Validator:
         self._n += 1
         source = self._context.data_sources.add_pandas(f"src{self._n}")
         asset = source.add_dataframe_asset("frame")
-        batch = asset.add_batch_definition_whole_dataframe("all").get_batch(batch_parameters={"dataframe": frame})
+        batch = asset.add_batch_definition_whole_dataframe("all").get_batch(
+            batch_parameters={"dataframe": frame}
+        )
         failures: dict[int, list[Failure]] = {}
         for expectation, reason in checks:
             result = batch.validate(expectation, result_format={"result_format": "COMPLETE"})
             if result.success:
                 continue
             for idx in result.result.get("unexpected_index_list") or []:
-                row = idx if isinstance(idx, int) else int(next(iter(idx.values())) if isinstance(idx, dict) else idx)
-                failures.setdefault(row, []).append(Failure(reason(frame.iloc[row]), type(expectation).__name__))
+                row = (
+                    idx
+                    if isinstance(idx, int)
+                    else int(next(iter(idx.values())) if isinstance(idx, dict) else idx)
+                )
+                failures.setdefault(row, []).append(
+                    Failure(reason(frame.iloc[row]), type(expectation).__name__)
+                )
         return failures
 
     def check_chunks(self, frame: Any) -> dict[int, list[Failure]]:
@@ -125,14 +133,24 @@ class Validator:
         self._ensure()
         e = self._gx.expectations
         sources = ["event", "inherited:section", "inherited:document", "published", "unknown"]
-        return self._unexpected(frame, [
-            (e.ExpectColumnValuesToNotBeNull(column="chunk_id"), lambda row: "chunk without chunk_id"),
-            (e.ExpectColumnValuesToNotBeNull(column="doc_id"), lambda row: f"chunk {row['chunk_id']} without doc_id"),
-            (e.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
-             lambda row: f"chunk {row['chunk_id']} has empty text"),
-            (e.ExpectColumnValuesToBeInSet(column="time_source", value_set=sources),
-             lambda row: f"time_source {row['time_source']!r} is none of {', '.join(sources)}"),
-        ])
+        return self._unexpected(
+            frame,
+            [
+                (e.ExpectColumnValuesToNotBeNull(column="chunk_id"), lambda row: "chunk without chunk_id"),
+                (
+                    e.ExpectColumnValuesToNotBeNull(column="doc_id"),
+                    lambda row: f"chunk {row['chunk_id']} without doc_id",
+                ),
+                (
+                    e.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
+                    lambda row: f"chunk {row['chunk_id']} has empty text",
+                ),
+                (
+                    e.ExpectColumnValuesToBeInSet(column="time_source", value_set=sources),
+                    lambda row: f"time_source {row['time_source']!r} is none of {', '.join(sources)}",
+                ),
+            ],
+        )
 
     def check_intervals(self, frame: Any) -> dict[int, list[str]]:
         """Failed interval rows of a frame.
@@ -149,21 +167,47 @@ class Validator:
         self._ensure()
         e, c = self._gx.expectations, self.config
         earliest = format_instant(c.earliest)
-        return self._unexpected(frame.assign(widest_end=self._widest_end(frame)), [
-            (e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="end", column_B="start",
-                                                       ignore_row_if="either_value_is_missing"),
-             lambda row: f"{'empty interval' if row['end'] == row['start'] else 'interval end before start'}: "
-                         f"{_interval(row)}"),
-            (e.ExpectColumnValuesToBeBetween(column="start", min_value=c.earliest),
-             lambda row: f"interval starts before {earliest}: {_interval(row)}"),
-            (e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="latest_start", column_B="start", or_equal=True,
-                                                       ignore_row_if="either_value_is_missing"),
-             lambda row: f"interval starts more than {c.max_years_after_publication} years after publication "
-                         f"(latest start {_instant(row['latest_start'])}): {_interval(row)}"),
-            (e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="widest_end", column_B="end", or_equal=True,
-                                                       ignore_row_if="either_value_is_missing"),
-             lambda row: f"interval spans more than {c.max_span_years} years as written: {_interval(row)}"),
-        ])
+        return self._unexpected(
+            frame.assign(widest_end=self._widest_end(frame)),
+            [
+                (
+                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                        column_A="end", column_B="start", ignore_row_if="either_value_is_missing"
+                    ),
+                    lambda row: (
+                        f"{'empty interval' if row['end'] == row['start'] else 'interval end before start'}: "
+                        f"{_interval(row)}"
+                    ),
+                ),
+                (
+                    e.ExpectColumnValuesToBeBetween(column="start", min_value=c.earliest),
+                    lambda row: f"interval starts before {earliest}: {_interval(row)}",
+                ),
+                (
+                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                        column_A="latest_start",
+                        column_B="start",
+                        or_equal=True,
+                        ignore_row_if="either_value_is_missing",
+                    ),
+                    lambda row: (
+                        f"interval starts more than {c.max_years_after_publication} years after publication "
+                        f"(latest start {_instant(row['latest_start'])}): {_interval(row)}"
+                    ),
+                ),
+                (
+                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                        column_A="widest_end",
+                        column_B="end",
+                        or_equal=True,
+                        ignore_row_if="either_value_is_missing",
+                    ),
+                    lambda row: (
+                        f"interval spans more than {c.max_span_years} years as written: {_interval(row)}"
+                    ),
+                ),
+            ],
+        )
 
     def _widest_end(self, frame: Any) -> Any:
         """``start + max_span_years`` for intervals as written; missing (not checked) for derived ones."""

@@ -36,13 +36,22 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from diachron.ingest.sources import Rejected, SourceDocument
 from diachron.schemas.ids import content_sha256, doc_version_id
 from diachron.schemas.lineage import DERIVED_UNTIL_KEY, SERIES_INFERRED_KEY, UNRESOLVED_KEY
 
-__all__ = ["STORED_COLUMNS", "LineageConfig", "PlannedDocument", "StoredVersion", "VersionPlan", "id_prefix",
-           "infer_series", "map_fields", "plan_versions", "select_stored"]
+__all__ = [
+    "STORED_COLUMNS",
+    "LineageConfig",
+    "PlannedDocument",
+    "StoredVersion",
+    "VersionPlan",
+    "id_prefix",
+    "infer_series",
+    "map_fields",
+    "plan_versions",
+    "select_stored",
+]
 
 #: columns of the ``documents`` table that :func:`select_stored` reads
 STORED_COLUMNS = ["doc_id", "series_id", "content_sha256", "version", "recorded_at"]
@@ -112,14 +121,21 @@ def _text(value: Any) -> str | None:
 
 def map_fields(doc: SourceDocument, config: LineageConfig) -> SourceDocument:
     """``doc`` with ``series_id``/``version``/``supersedes`` read from the configured fields (when set)."""
-    changes = {key: _text(_field(doc, name)) for key, name in (
-        ("series_id", config.series_field), ("version", config.version_field),
-        ("supersedes", config.supersedes_field)) if name}
+    changes = {
+        key: _text(_field(doc, name))
+        for key, name in (
+            ("series_id", config.series_field),
+            ("version", config.version_field),
+            ("supersedes", config.supersedes_field),
+        )
+        if name
+    }
     return replace(doc, **changes) if changes else doc
 
 
-def select_stored(documents: pa.Table | None, docs: Sequence[SourceDocument],
-                  config: LineageConfig | None = None) -> list[StoredVersion]:
+def select_stored(
+    documents: pa.Table | None, docs: Sequence[SourceDocument], config: LineageConfig | None = None
+) -> list[StoredVersion]:
     """The stored versions the planner may need for ``docs``, chosen in Arrow (no SQL string).
 
     Args:
@@ -137,15 +153,25 @@ def select_stored(documents: pa.Table | None, docs: Sequence[SourceDocument],
     series = {d.series_id or d.doc_id for d in mapped} | {p for d in mapped if (p := id_prefix(d.doc_id))}
     ids = {d.doc_id for d in mapped} | {d.supersedes for d in mapped if d.supersedes}
     prefixes = sorted({p for d in mapped if (p := id_prefix(d.doc_id))})
-    mask = pc.or_(pc.is_in(documents["series_id"], value_set=pa.array(sorted(series), pa.string())),
-                  pc.is_in(documents["doc_id"], value_set=pa.array(sorted(ids), pa.string())))
+    mask = pc.or_(
+        pc.is_in(documents["series_id"], value_set=pa.array(sorted(series), pa.string())),
+        pc.is_in(documents["doc_id"], value_set=pa.array(sorted(ids), pa.string())),
+    )
     if prefixes:
         heads = pc.replace_substring_regex(documents["doc_id"], pattern=r"/[^/]*$", replacement="")
         has_slash = pc.match_substring(documents["doc_id"], "/")
         mask = pc.or_(mask, pc.and_(has_slash, pc.is_in(heads, value_set=pa.array(prefixes, pa.string()))))
     rows = documents.filter(mask).to_pylist()
-    return [StoredVersion(r["doc_id"], r["series_id"], r["content_sha256"], r["version"],
-                          r["recorded_at"].isoformat() if r["recorded_at"] is not None else "") for r in rows]
+    return [
+        StoredVersion(
+            r["doc_id"],
+            r["series_id"],
+            r["content_sha256"],
+            r["version"],
+            r["recorded_at"].isoformat() if r["recorded_at"] is not None else "",
+        )
+        for r in rows
+    ]
 
 
 class _Links:
@@ -219,36 +245,55 @@ def _resolve(batch: _Batch, i: int) -> tuple[Any | None, str | None]:
         return batch.ids[ref], None
     if ref in batch.stored and ref != doc.doc_id:
         return ref, None
-    found = [n for n in batch.by_version.get(ref, ()) if n != i and batch.node_id(n) != doc.doc_id
-             and batch.in_scope(i, n)]
-    if len(found) > 1:  # a version listed twice: the one naming this document as successor, else the nearest line
+    found = [
+        n
+        for n in batch.by_version.get(ref, ())
+        if n != i and batch.node_id(n) != doc.doc_id and batch.in_scope(i, n)
+    ]
+    if (
+        len(found) > 1
+    ):  # a version listed twice: the one naming this document as successor, else the nearest line
         found = [n for n in found if batch.superseded_by(n) in (doc.version, doc.doc_id)] or found
     if len(found) > 1 and all(isinstance(n, int) for n in found):
         nearest = min(abs(n - i) for n in found)
         found = [n for n in found if abs(n - i) == nearest]
     if len(found) == 1:
         return found[0], None
-    scope = (f"series {doc.series_id!r}" if doc.series_id else f"ids {id_prefix(doc.doc_id)!r}/…"
-             if id_prefix(doc.doc_id) else f"source {doc.source_uri!r}")
+    scope = (
+        f"series {doc.series_id!r}"
+        if doc.series_id
+        else f"ids {id_prefix(doc.doc_id)!r}/…"
+        if id_prefix(doc.doc_id)
+        else f"source {doc.source_uri!r}"
+    )
     if found:
-        return None, (f"supersedes {ref!r} is ambiguous: {len(found)} documents have that version in {scope} "
-                      f"({', '.join(sorted(batch.node_id(n) for n in found)[:3])})")
-    return None, (f"supersedes {ref!r} resolves to no document: no doc_id {ref!r}, and no version {ref!r} in "
-                  f"{scope} (stored or in this batch); the document is written without a predecessor")
+        return None, (
+            f"supersedes {ref!r} is ambiguous: {len(found)} documents have that version in {scope} "
+            f"({', '.join(sorted(batch.node_id(n) for n in found)[:3])})"
+        )
+    return None, (
+        f"supersedes {ref!r} resolves to no document: no doc_id {ref!r}, and no version {ref!r} in "
+        f"{scope} (stored or in this batch); the document is written without a predecessor"
+    )
 
 
 def _chain_series(batch: _Batch, members: list[Any], targets: dict[int, Any]) -> tuple[str | None, bool]:
     """``(series, inferred)`` for one chain; ``None`` when members keep their own (explicit or default)."""
-    explicit = sorted({batch.docs[m].series_id for m in members if isinstance(m, int) and batch.docs[m].series_id}
-                      | {batch.stored[m].series_id for m in members if isinstance(m, str)})
+    explicit = sorted(
+        {batch.docs[m].series_id for m in members if isinstance(m, int) and batch.docs[m].series_id}
+        | {batch.stored[m].series_id for m in members if isinstance(m, str)}
+    )
     if explicit:
         return explicit[0], True
     ids = [batch.node_id(m) for m in members]
     prefixes = {id_prefix(d) for d in ids}
     (only,) = prefixes if len(prefixes) == 1 else (None,)
     lone = len(members) == 1
-    if only is not None and (not lone or batch.docs[members[0]].version is not None
-                             or batch.docs[members[0]].supersedes is not None):
+    if only is not None and (
+        not lone
+        or batch.docs[members[0]].version is not None
+        or batch.docs[members[0]].supersedes is not None
+    ):
         return only, True
     if lone:
         return None, False
@@ -268,8 +313,14 @@ def _series(batch: _Batch) -> tuple[list[str], list[bool], dict[int, str], list[
             targets[i] = target
             links.union(i, target)
         elif problem is not None:
-            issues.append(Rejected(doc.doc_id, problem, {"doc_id": doc.doc_id, "supersedes": doc.supersedes,
-                                                         "version": doc.version}, stage="lineage"))
+            issues.append(
+                Rejected(
+                    doc.doc_id,
+                    problem,
+                    {"doc_id": doc.doc_id, "supersedes": doc.supersedes, "version": doc.version},
+                    stage="lineage",
+                )
+            )
     chains: dict[Any, list[Any]] = defaultdict(list)
     for node in list(links.parent):
         chains[links.find(node)].append(node)
@@ -283,8 +334,11 @@ def _series(batch: _Batch) -> tuple[list[str], list[bool], dict[int, str], list[
     return series, inferred, {i: batch.node_id(t) for i, t in targets.items()}, issues
 
 
-def infer_series(documents: Sequence[SourceDocument], stored: Sequence[StoredVersion] = (),
-                 config: LineageConfig | None = None) -> list[str]:
+def infer_series(
+    documents: Sequence[SourceDocument],
+    stored: Sequence[StoredVersion] = (),
+    config: LineageConfig | None = None,
+) -> list[str]:
     """The series each document of ``documents`` gets (as :func:`plan_versions` assigns it), in order.
 
     For grouping before planning (e.g. sharding: all versions of a series in one shard).
@@ -293,8 +347,13 @@ def infer_series(documents: Sequence[SourceDocument], stored: Sequence[StoredVer
     return _series(_Batch(docs, {s.doc_id: s for s in stored}))[0]
 
 
-def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion],
-                  config: LineageConfig | None = None, *, hashes: Sequence[str] | None = None) -> VersionPlan:
+def plan_versions(
+    documents: list[SourceDocument],
+    stored: list[StoredVersion],
+    config: LineageConfig | None = None,
+    *,
+    hashes: Sequence[str] | None = None,
+) -> VersionPlan:
     """Assign series, ids and lineage to ``documents`` given the versions already ``stored``.
 
     Args:
@@ -322,8 +381,11 @@ def plan_versions(documents: list[SourceDocument], stored: list[StoredVersion],
         sha = hashes[i] if hashes is not None else content_sha256(doc.text)
         versions = by_series[series[i]]
         stored_same = batch.stored.get(doc.doc_id)
-        same = stored_same.doc_id if stored_same is not None and stored_same.content_sha256 == sha \
+        same = (
+            stored_same.doc_id
+            if stored_same is not None and stored_same.content_sha256 == sha
             else kept.get((series[i], sha))
+        )
         if same is not None:
             plan.unchanged.append(doc.doc_id)
             alias.setdefault(doc.doc_id, same)
@@ -371,5 +433,8 @@ def _derive_valid_until(todo: Iterable[PlannedDocument]) -> None:
                 versions_by_doc[id(item)] = nxt.source.valid_from
         for item in items:
             if id(item) in versions_by_doc:
-                item.source = replace(item.source, valid_until=versions_by_doc[id(item)],
-                                      metadata={**item.source.metadata, DERIVED_UNTIL_KEY: True})
+                item.source = replace(
+                    item.source,
+                    valid_until=versions_by_doc[id(item)],
+                    metadata={**item.source.metadata, DERIVED_UNTIL_KEY: True},
+                )

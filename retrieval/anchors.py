@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 import numpy as np
-
 from diachron.schemas.time import Granularity, Interval, add_months, floor_to
 
 __all__ = ["Anchor", "anchor_granularity", "anchors", "hypothetical_embedding", "phrase"]
@@ -56,8 +55,13 @@ def _walk(interval: Interval, granularity: Granularity) -> list[Anchor]:
     return out
 
 
-def anchors(intervals: Sequence[Interval], *, extent: Interval | None = None, policy: AnchorPolicy = "adaptive",
-            max_anchors: int = MAX_ANCHORS) -> list[Anchor]:
+def anchors(
+    intervals: Sequence[Interval],
+    *,
+    extent: Interval | None = None,
+    policy: AnchorPolicy = "adaptive",
+    max_anchors: int = MAX_ANCHORS,
+) -> list[Anchor]:
     """Anchors covering ``intervals`` (half-open UTC), at most ``max_anchors``, evenly spaced.
 
     Args:
@@ -95,8 +99,9 @@ def phrase(anchor: Anchor) -> str:
     return f"{when:%B} {when.day}, {when.year}"
 
 
-def hypothetical_embedding(embed: Callable[[list[str]], np.ndarray], core_query: str, anchor_list: list[Anchor]
-                           ) -> np.ndarray:
+def hypothetical_embedding(
+    embed: Callable[[list[str]], np.ndarray], core_query: str, anchor_list: list[Anchor]
+) -> np.ndarray:
     """e_hypo: the re-normalised mean of the embeddings of "In <anchor>, <core query>".
 
     With no anchors, the embedding of the core query itself. Returns float32 ``(dim,)``, unit norm.

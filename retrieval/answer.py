@@ -23,7 +23,8 @@ SYSTEM_PROMPT = (
     "Answer only from the numbered evidence. Scope the answer to the stated time interval ('between A and B, …'). "
     "Cite the version that applied ([n] with its doc id) and never blend superseded or corrected versions with "
     "the applicable one. State every conflict and gap listed. If clarification is needed, ask which candidate "
-    "interval is meant instead of answering.")
+    "interval is meant instead of answering."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +71,13 @@ def summarize(result: SearchResult) -> str:
     intent = result.intent
     windows = ", ".join(str(i) for i in intent.intervals) or "any time"
     as_of = result.trace.filter.get("as_of")
-    lines = [f"Question: {intent.core_query}",
-             (f"Scope: {intent.relation.value} {windows} (reference time {format_instant(intent.reference_time)}"
-              f"{f'; as recorded by {as_of}' if as_of else ''})")]
+    lines = [
+        f"Question: {intent.core_query}",
+        (
+            f"Scope: {intent.relation.value} {windows} (reference time {format_instant(intent.reference_time)}"
+            f"{f'; as recorded by {as_of}' if as_of else ''})"
+        ),
+    ]
     if intent.needs_clarification:
         lines.append("Needs clarification before answering.")
     lines += [_card(n, e) for n, e in enumerate(result.evidence, 1)] or ["No evidence in scope."]
@@ -90,11 +95,18 @@ def answer(result: SearchResult, *, llm: LLMConfig | None = None) -> str:
     summary = summarize(result)
     if llm is None:
         return summary
-    body = {"model": llm.model, "max_tokens": llm.max_tokens, "temperature": 0.0,
-            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": summary}]}
-    request = urllib.request.Request(f"{llm.base_url.rstrip('/')}/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    body = {
+        "model": llm.model,
+        "max_tokens": llm.max_tokens,
+        "temperature": 0.0,
+        "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": summary}],
+    }
+    request = urllib.request.Request(
+        f"{llm.base_url.rstrip('/')}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with urllib.request.urlopen(request, timeout=llm.timeout) as response:
         reply = json.loads(response.read())
     return str(reply["choices"][0]["message"]["content"])
-

@@ -26,7 +26,9 @@ def clock_argument(value: object, name: str) -> datetime | None:
     if not isinstance(value, (datetime, date)):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         hint = " (parse ISO-8601 text first: datetime.fromisoformat(...))" if isinstance(value, str) else ""
-        raise ConfigError(f"{name} must be a datetime (aware, or naive = UTC), got {type(value).__name__} {shown}{hint}")
+        raise ConfigError(
+            f"{name} must be a datetime (aware, or naive = UTC), got {type(value).__name__} {shown}{hint}"
+        )
     try:
         return to_utc(value)
     except OverflowError:

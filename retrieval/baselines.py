@@ -37,8 +37,10 @@ class BM25Searcher:
         if not self._rows:
             raise ValueError("BM25Searcher needs a non-empty chunks table")
         self._bm25 = bm25s.BM25()
-        self._bm25.index(bm25s.tokenize([r["text"] for r in self._rows], stopwords="en", show_progress=False),
-                         show_progress=False)
+        self._bm25.index(
+            bm25s.tokenize([r["text"] for r in self._rows], stopwords="en", show_progress=False),
+            show_progress=False,
+        )
 
     def search(self, question: str, *, k: int = 10) -> list[Hit]:
         """The ``k`` chunks (fewer if the table is smaller) with the highest BM25 score for ``question``.

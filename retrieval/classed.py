@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
 from diachron.retrieval.mapped import load_mapped
 from diachron.retrieval.quantized import Int8Query, certified_top, estimate, estimate_bound
 from diachron.schemas import time_index as fmt
@@ -65,12 +64,12 @@ class ClassedEntries:
             for width, base, count in self.segments.tolist():
                 a, b, check = base, base + count, fmt.OPEN_PAST
                 if width > 0:
-                    lo, hi = class_slice(self.start[base:base + count], width, qs, qe)
+                    lo, hi = class_slice(self.start[base : base + count], width, qs, qe)
                     a, b, check = base + lo, base + hi, qs
                 elif width == fmt.GROUP_PAST:
-                    a = base + past_start(self.end[base:base + count], qs)
+                    a = base + past_start(self.end[base : base + count], qs)
                 elif width == fmt.GROUP_FUTURE:
-                    b = base + future_stop(self.start[base:base + count], qe)
+                    b = base + future_stop(self.start[base : base + count], qe)
                 if a < b:
                     out.append((a, b, check))
         return out
@@ -80,8 +79,14 @@ class ClassedEntries:
         """Entries the slices score."""
         return sum(b - a for a, b, _ in slices)
 
-    def top(self, slices: list[tuple[int, int, int]], query: Int8Query, exact: Callable[[np.ndarray], np.ndarray],
-            depth: int, keep: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def top(
+        self,
+        slices: list[tuple[int, int, int]],
+        query: Int8Query,
+        exact: Callable[[np.ndarray], np.ndarray],
+        depth: int,
+        keep: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(row offsets int64, cosine float32)`` of the ``depth`` best distinct rows over ``slices``,
         best first, exact: int8 estimates, then ``exact`` (row offsets → float32 cosine) on a certified
         shortlist. ``keep`` (row offsets → bool mask) drops rows failing other filter clauses."""

@@ -10,10 +10,10 @@ Example:
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from diachron.ingest.embedding import Embedder
@@ -66,23 +66,37 @@ class Client:
     ``search``/``parse`` results over HTTP (keyword options: ``timeout`` in seconds).
     """
 
-    def __new__(cls, uri: str = "", *args: Any, **kwargs: Any) -> Any:  # uri optional: copy/pickle call __new__(cls)
+    def __new__(
+        cls, uri: str = "", *args: Any, **kwargs: Any
+    ) -> Any:  # uri optional: copy/pickle call __new__(cls)
         if str(uri).startswith(("http://", "https://")):
             from diachron.retrieval.remote import RemoteClient
 
             return RemoteClient(str(uri), **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, uri: str, *, embedder: Embedder | str | None = None, intent_config: IntentConfig | None = None,
-                 anchor_policy: AnchorPolicy = "adaptive", temporal_weight: float = 0.1,
-                 context_weight: float = CONTEXT_WEIGHT, lexical_weight: float = LEXICAL_WEIGHT) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        embedder: Embedder | str | None = None,
+        intent_config: IntentConfig | None = None,
+        anchor_policy: AnchorPolicy = "adaptive",
+        temporal_weight: float = 0.1,
+        context_weight: float = CONTEXT_WEIGHT,
+        lexical_weight: float = LEXICAL_WEIGHT,
+    ) -> None:
         import lancedb
 
         self.uri = str(uri)
-        missing = StoreNotFoundError(f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`")
+        missing = StoreNotFoundError(
+            f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`"
+        )
         if "://" not in self.uri and Path(self.uri).is_file():
-            raise StoreNotFoundError(f"{self.uri!r} is a file, not a LanceDB directory: point --db (Python: Client(uri)) at the folder "
-                                     "`diachron ingest` wrote (e.g. data/diachron.lancedb)")
+            raise StoreNotFoundError(
+                f"{self.uri!r} is a file, not a LanceDB directory: point --db (Python: Client(uri)) at the folder "
+                "`diachron ingest` wrote (e.g. data/diachron.lancedb)"
+            )
         if "://" not in self.uri and not Path(self.uri).is_dir():  # don't let connect() create an empty dir
             raise missing
         self.db = lancedb.connect(self.uri)
@@ -109,8 +123,10 @@ class Client:
         runs = self.db.open_table("runs")
         built = set(runs.to_lance().to_table(columns=["embedder"]).column("embedder").to_pylist())
         if built and built != {self.embedder.spec.id}:
-            raise EmbedderMismatchError(f"index at {self.uri!r} was built with {sorted(built)}; "
-                                        f"this client embeds with {self.embedder.spec.id}")
+            raise EmbedderMismatchError(
+                f"index at {self.uri!r} was built with {sorted(built)}; "
+                f"this client embeds with {self.embedder.spec.id}"
+            )
 
     @property
     def extent(self) -> Interval | None:
@@ -129,9 +145,19 @@ class Client:
         clock = clock_argument(now, "now")  # ConfigError (a ValueError) naming it, for a non-datetime
         return parse_intent(question, now=clock or datetime.now(UTC), config=self.intent_config)
 
-    def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None,
-               use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
-               diversify: Literal["coverage"] | None = None, strict: bool = False) -> SearchResult:
+    def search(
+        self,
+        question: str,
+        *,
+        k: int = 10,
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        use_time_filter: bool = True,
+        use_ehypo: bool = True,
+        chronological: bool = True,
+        diversify: Literal["coverage"] | None = None,
+        strict: bool = False,
+    ) -> SearchResult:
         """Answer ``question`` with the top-``k`` evidence inside the time it means.
 
         Args:
@@ -156,38 +182,83 @@ class Client:
         intent = self.parse(question, now=now)
         if use_time_filter:
             intent = self.anchored(question, intent, as_of=as_of)
-        return self.search_intent(intent, k=k, as_of=as_of, use_time_filter=use_time_filter, use_ehypo=use_ehypo,
-                                  chronological=chronological, diversify=diversify, strict=strict, _t0=t0)
+        return self.search_intent(
+            intent,
+            k=k,
+            as_of=as_of,
+            use_time_filter=use_time_filter,
+            use_ehypo=use_ehypo,
+            chronological=chronological,
+            diversify=diversify,
+            strict=strict,
+            _t0=t0,
+        )
 
-    def anchored(self, question: str, intent: TemporalIntent, *, as_of: datetime | None = None) -> TemporalIntent:
+    def anchored(
+        self, question: str, intent: TemporalIntent, *, as_of: datetime | None = None
+    ) -> TemporalIntent:
         """``intent`` with an event-anchored time resolved ("after the merger": the event's time from a
         timeless search of this index first, :mod:`diachron.retrieval.event_anchor`, issue 12); unchanged
         when the question names no anchoring event."""
         from diachron.retrieval.event_anchor import anchor_event, event_query
 
-        return anchor_event(question, intent, lambda event: self.search_intent(
-            event_query(event, intent), k=5, as_of=as_of, use_time_filter=False, use_ehypo=False).evidence)
+        return anchor_event(
+            question,
+            intent,
+            lambda event: (
+                self.search_intent(
+                    event_query(event, intent), k=5, as_of=as_of, use_time_filter=False, use_ehypo=False
+                ).evidence
+            ),
+        )
 
-    def search_intent(self, intent: TemporalIntent, *, k: int = 10, as_of: datetime | None = None,
-                      use_time_filter: bool = True, use_ehypo: bool = True, chronological: bool = True,
-                      diversify: Literal["coverage"] | None = None, strict: bool = False,
-                      _t0: float | None = None) -> SearchResult:
+    def search_intent(
+        self,
+        intent: TemporalIntent,
+        *,
+        k: int = 10,
+        as_of: datetime | None = None,
+        use_time_filter: bool = True,
+        use_ehypo: bool = True,
+        chronological: bool = True,
+        diversify: Literal["coverage"] | None = None,
+        strict: bool = False,
+        _t0: float | None = None,
+    ) -> SearchResult:
         """Like :meth:`search`, for an already-parsed (or hand-built) intent."""
         t0 = _t0 if _t0 is not None else time.perf_counter()
         seconds: dict[str, float] = {"parse": time.perf_counter() - t0}
-        time_filter = _time_filter(intent, as_of=clock_argument(as_of, "as_of"), strict=strict) if use_time_filter \
+        time_filter = (
+            _time_filter(intent, as_of=clock_argument(as_of, "as_of"), strict=strict)
+            if use_time_filter
             else TimeFilter()
-        anchor_list = anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy) if use_ehypo else []
+        )
+        anchor_list = (
+            anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy) if use_ehypo else []
+        )
         t1 = time.perf_counter()
         vector = hypothetical_embedding(self.embedder.embed, intent.core_query, anchor_list)
         seconds["embed"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        lineage = load_lineage(self.documents, as_of=time_filter.as_of) if self.documents is not None else None
-        admit, clarifications = self._admission(intent, lineage, vector, time_filter) if use_time_filter \
-            else (None, [])
-        current = use_time_filter and lineage is not None and intent.relation is Relation.CURRENT and diversify is None
-        hits = self._search(vector, time_filter, max(2 * k, 20) if current else k if diversify is None
-                            else max(5 * k, 100), admit, text=intent.core_query)
+        lineage = (
+            load_lineage(self.documents, as_of=time_filter.as_of) if self.documents is not None else None
+        )
+        admit, clarifications = (
+            self._admission(intent, lineage, vector, time_filter) if use_time_filter else (None, [])
+        )
+        current = (
+            use_time_filter
+            and lineage is not None
+            and intent.relation is Relation.CURRENT
+            and diversify is None
+        )
+        hits = self._search(
+            vector,
+            time_filter,
+            max(2 * k, 20) if current else k if diversify is None else max(5 * k, 100),
+            admit,
+            text=intent.core_query,
+        )
         plan = hits.plan.to_dict() if isinstance(hits, Hits) and hits.plan is not None else {}
         if current:  # "current / latest as of D": the latest published first (retrieval/lineage.py)
             hits, intent = _latest_first(hits, lineage, intent, k)  # type: ignore[arg-type]
@@ -195,16 +266,24 @@ class Client:
             periods = anchor_periods(anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy))
             hits = coverage_top_k(hits, periods, k=k)
         seconds["search"] = time.perf_counter() - t2
-        evidence = build_evidence(hits, self.documents, chronological=chronological) if self.documents is not None \
+        evidence = (
+            build_evidence(hits, self.documents, chronological=chronological)
+            if self.documents is not None
             else []
+        )
         evidence = [_with_lineage(e, lineage) for e in evidence] if lineage is not None else evidence
         signals = [*clarifications, *self._signals(intent, lineage, evidence, time_filter, use_time_filter)]
         if clarifications:
             intent = replace(intent, needs_clarification=True)
-        trace = SearchTrace(filter=time_filter.to_dict(), candidates_after_filter=self._count(time_filter),
-                            anchors=len(anchor_list), anchor_granularity=anchor_list[0][1].value if anchor_list else None,
-                            rejected_examples=tuple(self._searcher().outside_examples(vector, time_filter)),
-                            seconds={**seconds, "total": time.perf_counter() - t0}, plan=plan)
+        trace = SearchTrace(
+            filter=time_filter.to_dict(),
+            candidates_after_filter=self._count(time_filter),
+            anchors=len(anchor_list),
+            anchor_granularity=anchor_list[0][1].value if anchor_list else None,
+            rejected_examples=tuple(self._searcher().outside_examples(vector, time_filter)),
+            seconds={**seconds, "total": time.perf_counter() - t0},
+            plan=plan,
+        )
         return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
 
     def _searcher(self, time_filter: TimeFilter | None = None) -> Searcher:
@@ -219,15 +298,20 @@ class Client:
                 if self.documents is not None:
                     self.documents.checkout_latest()
                 self._extent = None
-            self._index = Searcher(self.chunks, temporal_weight=self.temporal_weight,
-                                   context_weight=self.context_weight, lexical_weight=self.lexical_weight)
+            self._index = Searcher(
+                self.chunks,
+                temporal_weight=self.temporal_weight,
+                context_weight=self.context_weight,
+                lexical_weight=self.lexical_weight,
+            )
         return self._index
 
     def _count(self, time_filter: TimeFilter) -> int:
         return self._searcher().count(time_filter)
 
-    def _admission(self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
-                   ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
+    def _admission(
+        self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
+    ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
         """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
         if lineage is None:
             return None, []
@@ -244,8 +328,15 @@ class Client:
             return (lambda row: row["doc_id"] in admitted or row["series_id"] not in series), clarifications
         return None, []
 
-    def _search(self, vector: Any, time_filter: TimeFilter, k: int,
-                admit: Callable[[dict[str, Any]], bool] | None, *, text: str | None = None) -> Hits:
+    def _search(
+        self,
+        vector: Any,
+        time_filter: TimeFilter,
+        k: int,
+        admit: Callable[[dict[str, Any]], bool] | None,
+        *,
+        text: str | None = None,
+    ) -> Hits:
         """Top-``k`` hits passing ``admit``, widening the fetch while admitted hits are too few (with the
         plan of the last fetch); ``text``: the core query, for the lexical signal."""
         limit = k
@@ -258,28 +349,48 @@ class Client:
                 return out
             limit *= 4
 
-    def _signals(self, intent: TemporalIntent, lineage: Lineage | None, evidence: list[Evidence],
-                 time_filter: TimeFilter, use_time_filter: bool) -> list[Signal]:
+    def _signals(
+        self,
+        intent: TemporalIntent,
+        lineage: Lineage | None,
+        evidence: list[Evidence],
+        time_filter: TimeFilter,
+        use_time_filter: bool,
+    ) -> list[Signal]:
         """Conflicts over the evidence; gaps over each bounded window of a ``between`` or period question."""
         windows = [w for w in intent.intervals if not w.is_open]
         hull = windows[0] if len(windows) == 1 else None
-        out: list[Signal] = [*conflicts(lineage, [e.doc_id for e in evidence], window=hull)] if lineage else []
-        periodic = intent.relation is Relation.AT and (intent.granularity or Granularity.DAY).rank >= Granularity.MONTH.rank
+        out: list[Signal] = (
+            [*conflicts(lineage, [e.doc_id for e in evidence], window=hull)] if lineage else []
+        )
+        periodic = (
+            intent.relation is Relation.AT
+            and (intent.granularity or Granularity.DAY).rank >= Granularity.MONTH.rank
+        )
         if use_time_filter and (intent.relation is Relation.BETWEEN or periodic):
             for window in windows:
                 out.extend(window_gaps(self.chunks, time_filter.sql(), window))
-        if use_time_filter and not evidence:  # an empty answer says why, in its gaps (the whole window if none)
+        if (
+            use_time_filter and not evidence
+        ):  # an empty answer says why, in its gaps (the whole window if none)
             recorded = f" recorded by {format_instant(time_filter.as_of)}" if time_filter.as_of else ""
             why = f"no chunk with known time in the window{recorded}"
             if not any(isinstance(s, GapSignal) for s in out):
                 out.extend(GapSignal(w) for w in intent.intervals)  # open sides too ("before 1900")
-            out = [replace(s, reason=why) if isinstance(s, GapSignal) and s.reason is None else s for s in out]
+            out = [
+                replace(s, reason=why) if isinstance(s, GapSignal) and s.reason is None else s for s in out
+            ]
         return out
 
     def naive_search(self, question: str, *, k: int = 10) -> SearchResult:
         """Baseline: the raw question's embedding, no time filter, no e_hypo (plain vector RAG)."""
-        intent = TemporalIntent(core_query=question, intervals=(), relation=Relation.UNKNOWN,
-                                reference_time=datetime.now(UTC), confidence=0.0)
+        intent = TemporalIntent(
+            core_query=question,
+            intervals=(),
+            relation=Relation.UNKNOWN,
+            reference_time=datetime.now(UTC),
+            confidence=0.0,
+        )
         return self.search_intent(intent, k=k, use_time_filter=False)
 
 
@@ -290,19 +401,24 @@ def _time_filter(intent: TemporalIntent, *, as_of: datetime | None, strict: bool
     if intent.relation is Relation.UNKNOWN or not intent.intervals:
         return TimeFilter(as_of=as_of)
     valid = intent.intervals if intent.relation is Relation.AT else ()
-    return TimeFilter(event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of, admit_unknown=not strict)
+    return TimeFilter(
+        event=tuple(intent.intervals), valid=tuple(valid), as_of=as_of, admit_unknown=not strict
+    )
 
 
-def _latest_first(hits: list[Hit], lineage: Lineage, intent: TemporalIntent, k: int
-                  ) -> tuple[list[Hit], TemporalIntent]:
+def _latest_first(
+    hits: list[Hit], lineage: Lineage, intent: TemporalIntent, k: int
+) -> tuple[list[Hit], TemporalIntent]:
     """The ``k`` hits of a similarity pool published latest; the intent's assumptions say how documents
     without versions were read (:func:`diachron.retrieval.lineage.latest_first`)."""
     order, unversioned = latest_first([h.row for h in hits], lineage, k=k)
     if unversioned:
         window = intent.intervals[0] if intent.intervals else Interval.at(intent.reference_time)
         until = format_instant(window.end) if window.end is not None else "now"
-        note = (f"{unversioned} document(s) without versions: 'current' read as published before {until}, "
-                "latest first")
+        note = (
+            f"{unversioned} document(s) without versions: 'current' read as published before {until}, "
+            "latest first"
+        )
         intent = replace(intent, assumptions=(*intent.assumptions, note))
     return [hits[p] for p in order], intent
 
@@ -313,9 +429,13 @@ def _with_lineage(card: Evidence, lineage: Lineage) -> Evidence:
     if span is None:
         return card
     valid = span.valid if lineage.is_versioned(card.series_id) else None
-    return replace(card, superseded_by=span.superseded_by, corrected_by=span.corrected_by,
-                   valid_from=valid.start if valid else card.valid_from,
-                   valid_until=valid.end if valid else card.valid_until)
+    return replace(
+        card,
+        superseded_by=span.superseded_by,
+        corrected_by=span.corrected_by,
+        valid_from=valid.start if valid else card.valid_from,
+        valid_until=valid.end if valid else card.valid_until,
+    )
 
 
 def with_intervals(intent: TemporalIntent, intervals: list[Interval], relation: Relation) -> TemporalIntent:

@@ -63,6 +63,6 @@ def coverage_top_k(hits: Sequence[Hit], periods: Sequence[Interval], *, k: int) 
     picked: list[Hit] = []
     while len(picked) < k and any(queues.values()):
         round_ = sorted((q.pop(0) for q in queues.values() if q), key=lambda h: -h.score)
-        picked.extend(round_[:k - len(picked)])
-    picked.extend(leftovers[:k - len(picked)])
+        picked.extend(round_[: k - len(picked)])
+    picked.extend(leftovers[: k - len(picked)])
     return picked

@@ -1,8 +1,8 @@
 """Errors of the retrieval package.
 
-    RetrievalError
-    ├── StoreNotFoundError     — no diachron tables at the URI (ingest first)
-    └── EmbedderMismatchError  — the index was built by another embedder than the client's
+RetrievalError
+├── StoreNotFoundError     — no diachron tables at the URI (ingest first)
+└── EmbedderMismatchError  — the index was built by another embedder than the client's
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ _EVENT = re.compile(
     r"at\s+the\s+time\s+of|around\s+the\s+time\s+of|during)\s+"
     r"(?P<event>(?:the|our|their|its|his|her)\s+(?:[\w'’-]+\s+){0,6}?[\w'’-]+)"
     r"(?=\s*(?:[?.,;:!)]|$)|\s+(?:and|or|but|what|how|who|which|when|did|does|do|was|were|is|are|has|have|had)\b)",
-    _I)
+    _I,
+)
 _AFTER = {"after", "following", "in the wake of"}
 _BEFORE = {"before", "prior to", "ahead of"}
 _RELATIVE_REFERENCE = re.compile(r"\b(?:after|before|since|until|following|prior\s+to)\s+(?:the\s+)?$", _I)
@@ -71,11 +72,17 @@ def find_event_phrase(question: str, *, now: datetime) -> EventPhrase | None:
         offset = m.start("event")
         masked = list(event)
         for mention in extract_mentions(event, reference=now):
-            masked[mention.span[0]:mention.span[1]] = " " * (mention.span[1] - mention.span[0])
-        words = [w for w in re.findall(r"[A-Za-z][\w'’-]*", "".join(masked)) if w.lower() not in NON_EVENT_WORDS]
+            masked[mention.span[0] : mention.span[1]] = " " * (mention.span[1] - mention.span[0])
+        words = [
+            w for w in re.findall(r"[A-Za-z][\w'’-]*", "".join(masked)) if w.lower() not in NON_EVENT_WORDS
+        ]
         if words:
-            return EventPhrase(" ".join(m["rel"].lower().split()), event, tuple(w.lower() for w in words),
-                               (m.start(), offset + len(event)))
+            return EventPhrase(
+                " ".join(m["rel"].lower().split()),
+                event,
+                tuple(w.lower() for w in words),
+                (m.start(), offset + len(event)),
+            )
     return None
 
 
@@ -90,8 +97,12 @@ class _Anchor:
 def _stated(e: Evidence, phrase: EventPhrase) -> _Anchor | None:
     """The dated expression nearest an event keyword in ``e`` where the text states the event."""
     text = e.text
-    hits = [m for w in phrase.keywords for m in re.finditer(rf"\b{re.escape(w)}\w*", text, _I)
-            if not _RELATIVE_REFERENCE.search(text[max(0, m.start() - 20):m.start()])]
+    hits = [
+        m
+        for w in phrase.keywords
+        for m in re.finditer(rf"\b{re.escape(w)}\w*", text, _I)
+        if not _RELATIVE_REFERENCE.search(text[max(0, m.start() - 20) : m.start()])
+    ]
     if not hits:
         return None
     years = {int(y) for y in re.findall(r"\b(1[0-9]\d\d|20\d\d)\b", phrase.event)}
@@ -121,8 +132,9 @@ def _window(relation: str, event: Interval) -> tuple[Interval, Relation]:
     return event, Relation.AT
 
 
-def anchor_event(question: str, intent: TemporalIntent,
-                 search: Callable[[str], Sequence[Evidence]]) -> TemporalIntent:
+def anchor_event(
+    question: str, intent: TemporalIntent, search: Callable[[str], Sequence[Evidence]]
+) -> TemporalIntent:
     """``intent`` with the window an event phrase of ``question`` makes, its time found by ``search``.
 
     Args:
@@ -141,8 +153,10 @@ def anchor_event(question: str, intent: TemporalIntent,
     hits = sorted(search(phrase.event), key=lambda e: -e.score)
     anchors = [a for a in (_stated(e, phrase) for e in hits) if a is not None]
     if not anchors and _written_time(question, intent, phrase):  # "since the 1929 crash": 1929 as written
-        note = (f"event '{phrase.event}' not dated by any evidence: the time written in it is the anchor "
-                f"({', '.join(str(i) for i in intent.intervals)})")
+        note = (
+            f"event '{phrase.event}' not dated by any evidence: the time written in it is the anchor "
+            f"({', '.join(str(i) for i in intent.intervals)})"
+        )
         return replace(intent, assumptions=(*[a for a in intent.assumptions if phrase.event not in a], note))
     if not anchors:
         note = f"event '{phrase.event}' not dated by any evidence: no window from it"
@@ -152,21 +166,36 @@ def anchor_event(question: str, intent: TemporalIntent,
     plausible.sort(key=lambda a: (a.distance > MAX_DISTANCE, a.distance, -a.evidence.score))
     chosen = plausible[0] if plausible else anchors[0]
     window, relation = _window(phrase.relation, chosen.interval)
-    notes = [f"'{phrase.relation} {phrase.event}' anchored on '{chosen.expression}' {chosen.interval} in "
-             f"{chosen.evidence.doc_id} ({chosen.evidence.title!r}), found by a search for '{phrase.event}'"]
-    rivals = [a for a in plausible[1:] if a.distance <= MAX_DISTANCE and not a.interval.overlaps(chosen.interval)
-              and abs(a.evidence.score - chosen.evidence.score) <= SIMILAR]
+    notes = [
+        f"'{phrase.relation} {phrase.event}' anchored on '{chosen.expression}' {chosen.interval} in "
+        f"{chosen.evidence.doc_id} ({chosen.evidence.title!r}), found by a search for '{phrase.event}'"
+    ]
+    rivals = [
+        a
+        for a in plausible[1:]
+        if a.distance <= MAX_DISTANCE
+        and not a.interval.overlaps(chosen.interval)
+        and abs(a.evidence.score - chosen.evidence.score) <= SIMILAR
+    ]
     for rival in rivals[:1]:
-        notes.append(f"also plausible: '{rival.expression}' {rival.interval} in {rival.evidence.doc_id} "
-                     f"({rival.evidence.title!r})")
+        notes.append(
+            f"also plausible: '{rival.expression}' {rival.interval} in {rival.evidence.doc_id} "
+            f"({rival.evidence.title!r})"
+        )
     log.debug("event anchor: %s", notes[0])
     start, end = phrase.span
     kept = [iv for iv in intent.intervals if not _inside(question, iv, phrase, intent)]
     intervals = (*kept, window) if kept and intent.relation is relation else (window,)
-    return replace(intent, core_query=core_query(question, [(start, end)]) or intent.core_query,
-                   intervals=intervals, relation=relation, granularity=chosen.interval.granularity,
-                   needs_clarification=bool(rivals), confidence=min(intent.confidence, 0.8),
-                   assumptions=(*[a for a in intent.assumptions if phrase.event not in a], *notes))
+    return replace(
+        intent,
+        core_query=core_query(question, [(start, end)]) or intent.core_query,
+        intervals=intervals,
+        relation=relation,
+        granularity=chosen.interval.granularity,
+        needs_clarification=bool(rivals),
+        confidence=min(intent.confidence, 0.8),
+        assumptions=(*[a for a in intent.assumptions if phrase.event not in a], *notes),
+    )
 
 
 def _written_time(question: str, intent: TemporalIntent, phrase: EventPhrase) -> bool:
@@ -185,5 +214,11 @@ def _inside(question: str, interval: Interval, phrase: EventPhrase, intent: Temp
 
 def event_query(event: str, intent: TemporalIntent) -> TemporalIntent:
     """The timeless intent of the search for an event ("the merger"), at the question's clock."""
-    return TemporalIntent(event, (), Relation.UNKNOWN, intent.reference_time, confidence=0.5,
-                          assumptions=("search for an anchoring event",))
+    return TemporalIntent(
+        event,
+        (),
+        Relation.UNKNOWN,
+        intent.reference_time,
+        confidence=0.5,
+        assumptions=("search for an anchoring event",),
+    )

@@ -62,9 +62,13 @@ class TimeFilter:
         clauses = []
         if self.event:
             clauses.append("time_status = 'known'")
-            clauses.append("(" + " OR ".join(_overlap_sql(q, "event_start", "event_end") for q in self.event) + ")")
+            clauses.append(
+                "(" + " OR ".join(_overlap_sql(q, "event_start", "event_end") for q in self.event) + ")"
+            )
         if self.valid:
-            clauses.append("(" + " OR ".join(_overlap_sql(q, "valid_from", "valid_until") for q in self.valid) + ")")
+            clauses.append(
+                "(" + " OR ".join(_overlap_sql(q, "valid_from", "valid_until") for q in self.valid) + ")"
+            )
         if self.as_of is not None:
             clauses.append(f"recorded_at <= {_ts(self.as_of)}")
         return " AND ".join(clauses) if clauses else None
@@ -85,8 +89,12 @@ class TimeFilter:
         return sum(overlaps_any([i], self.event) for i in intervals) / len(intervals)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": [i.to_dict() for i in self.event], "valid": [i.to_dict() for i in self.valid],
-                "as_of": format_instant(self.as_of), "strict": not self.admit_unknown}
+        return {
+            "event": [i.to_dict() for i in self.event],
+            "valid": [i.to_dict() for i in self.valid],
+            "as_of": format_instant(self.as_of),
+            "strict": not self.admit_unknown,
+        }
 
 
 def overlaps_any(intervals: Sequence[Interval], query: Sequence[Interval]) -> bool:

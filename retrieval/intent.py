@@ -13,42 +13,122 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, TimeMention, extract_mentions
 from diachron.retrieval.errors import RetrievalError
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Granularity, Interval, format_instant, to_utc
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, TimeMention, extract_mentions
 
-__all__ = ["MAX_QUESTION_CHARS", "NON_EVENT_WORDS", "IntentConfig", "QuestionTooLongError", "core_query",
-           "event_named_by", "parse_intent", "parse_question"]
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "NON_EVENT_WORDS",
+    "IntentConfig",
+    "QuestionTooLongError",
+    "core_query",
+    "event_named_by",
+    "parse_intent",
+    "parse_question",
+]
 
 logger = logging.getLogger(__name__)
 
 _I = re.IGNORECASE
-_UP_TO_NOW = re.compile(r"\b(?:up\s+(?:to|until)\s+(?:now|today|the\s+present)|until\s+now|till\s+now|so\s+far|"
-                        r"to\s+date|thus\s+far)\b", _I)
-_CURRENT = re.compile(r"\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|these\s+days|now|"
-                      r"current|today's|today’s|present-day|latest|newest|most\s+recent)\b", _I)
-_CURRENT_REMOVABLE = re.compile(r"\s*\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|"
-                                r"these\s+days)\b", _I)
-_CONNECTORS = re.compile(r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
-                         r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
-                         r"later\s+than|starting|beginning|the|(?:time\s+)?period|years?)\s+)+$", _I)
-_NOW_WORD = re.compile(r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|these\s+days", _I)  # _read_clock's
-_VALID_AT = re.compile(r"(?:\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
-                       r"(?:on|in|at|as\s+of|during)|\b(?:latest|newest|most\s+recent)\b[^.?!]*\bas\s+of)\s+"
-                       r"(?:the\s+)?$", _I)  # "the latest release as of 1 June 2015": valid (current) then
-_RELATIVE = re.compile(r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
-                       r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", _I)
+_UP_TO_NOW = re.compile(
+    r"\b(?:up\s+(?:to|until)\s+(?:now|today|the\s+present)|until\s+now|till\s+now|so\s+far|"
+    r"to\s+date|thus\s+far)\b",
+    _I,
+)
+_CURRENT = re.compile(
+    r"\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|these\s+days|now|"
+    r"current|today's|today’s|present-day|latest|newest|most\s+recent)\b",
+    _I,
+)
+_CURRENT_REMOVABLE = re.compile(
+    r"\s*\b(?:currently|right\s+now|nowadays|at\s+present|at\s+the\s+moment|"
+    r"these\s+days)\b",
+    _I,
+)
+_CONNECTORS = re.compile(
+    r"(?:\b(?:in|during|on|for|of|at|within|throughout|over|as\s+of|between|from|before|"
+    r"after|since|until|till|by|prior\s+to|up\s+to|up\s+until|through|earlier\s+than|"
+    r"later\s+than|starting|beginning|the|(?:time\s+)?period|years?)\s+)+$",
+    _I,
+)
+_NOW_WORD = re.compile(
+    r"(?:right\s+)?now|currently|at\s+present|at\s+the\s+moment|these\s+days", _I
+)  # _read_clock's
+_VALID_AT = re.compile(
+    r"(?:\b(?:current|in\s+force|in\s+effect|valid|applied|applicable|applies|apply)\s+"
+    r"(?:on|in|at|as\s+of|during)|\b(?:latest|newest|most\s+recent)\b[^.?!]*\bas\s+of)\s+"
+    r"(?:the\s+)?$",
+    _I,
+)  # "the latest release as of 1 June 2015": valid (current) then
+_RELATIVE = re.compile(
+    r"\b(?:today|yesterday|tomorrow|last|next|this|ago|current|present|coming|previous|"
+    r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b",
+    _I,
+)
 #: words that make no event of a phrase: determiners, ordinals and time words ("the end of 2005", "the 2008 season")
-NON_EVENT_WORDS = frozenset({
-    "the", "a", "an", "of", "to", "in", "on", "for", "and", "at", "our", "their", "its", "his", "her", "first",
-    "second", "third", "last", "next", "this", "that", "end", "beginning", "start", "middle", "year", "years",
-    "month", "months", "week", "weeks", "day", "days", "quarter", "decade", "century", "period", "time", "half",
-    "fiscal", "early", "mid", "late", "spring", "summer", "autumn", "fall", "winter", "season"})
+NON_EVENT_WORDS = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "and",
+        "at",
+        "our",
+        "their",
+        "its",
+        "his",
+        "her",
+        "first",
+        "second",
+        "third",
+        "last",
+        "next",
+        "this",
+        "that",
+        "end",
+        "beginning",
+        "start",
+        "middle",
+        "year",
+        "years",
+        "month",
+        "months",
+        "week",
+        "weeks",
+        "day",
+        "days",
+        "quarter",
+        "decade",
+        "century",
+        "period",
+        "time",
+        "half",
+        "fiscal",
+        "early",
+        "mid",
+        "late",
+        "spring",
+        "summer",
+        "autumn",
+        "fall",
+        "winter",
+        "season",
+    }
+)
 _THE = re.compile(r"\bthe\s+$", _I)
-_EVENT_NOUNS = re.compile(r"\s+(?P<words>(?:[A-Za-z][\w'’-]*\s+){0,5}?[A-Za-z][\w'’-]*)(?=\s*(?:[?.,;:!)]|$)|\s+(?:and|or|"
-                          r"but|what|how|who|which|when|did|does|do|was|were|is|are|has|have|had|in|on|at|for|to|"
-                          r"with|by|from|of)\b)", _I)
+_EVENT_NOUNS = re.compile(
+    r"\s+(?P<words>(?:[A-Za-z][\w'’-]*\s+){0,5}?[A-Za-z][\w'’-]*)(?=\s*(?:[?.,;:!)]|$)|\s+(?:and|or|"
+    r"but|what|how|who|which|when|did|does|do|was|were|is|are|has|have|had|in|on|at|for|to|"
+    r"with|by|from|of)\b)",
+    _I,
+)
 
 
 @dataclass(frozen=True)
@@ -102,13 +182,18 @@ def parse_intent(question: str, *, now: datetime, config: IntentConfig | None = 
         QuestionTooLongError: (a ``ValueError``) the question is longer than :data:`MAX_QUESTION_CHARS`.
     """
     if len(question) > MAX_QUESTION_CHARS:
-        raise QuestionTooLongError(f"the question has {len(question):,} characters: at most {MAX_QUESTION_CHARS:,} "
-                                   "are read; shorten it")
+        raise QuestionTooLongError(
+            f"the question has {len(question):,} characters: at most {MAX_QUESTION_CHARS:,} "
+            "are read; shorten it"
+        )
     config = config or IntentConfig()
     now = to_utc(now)
     tagger = TaggerConfig(timezone=config.timezone, fiscal=config.fiscal)
-    mentions = [m for m in extract_mentions(question, reference=now, config=tagger)
-                if not _is_todays(m, question) and not _NOW_WORD.fullmatch(m.text)]
+    mentions = [
+        m
+        for m in extract_mentions(question, reference=now, config=tagger)
+        if not _is_todays(m, question) and not _NOW_WORD.fullmatch(m.text)
+    ]
     reading = _read_mentions(question, mentions, now, config) if mentions else _read_clock(question, now)
     relation = _combine(reading)
     granularity = max((i.granularity for i in reading.intervals), key=lambda g: g.rank, default=None)
@@ -125,17 +210,20 @@ def parse_intent(question: str, *, now: datetime, config: IntentConfig | None = 
 
 
 def _is_todays(mention: TimeMention, question: str) -> bool:
-    """"today's price" asks about the present state, not about the whole day."""
-    return mention.text.lower() == "today" and question[mention.span[1]:mention.span[1] + 2] in ("'s", "’s")
+    """ "today's price" asks about the present state, not about the whole day."""
+    return mention.text.lower() == "today" and question[mention.span[1] : mention.span[1] + 2] in ("'s", "’s")
 
 
 # a time inside a phrase that describes the question's subject, not the time asked: a relative clause ("the
 # politician who served … between 2004 and 2005, … received which award in 2008?", "the submarine that was sunk
 # on May 6, 1944 … was commanded by whom in Sep 1942?") or a participle after a noun ("the chemist born
 # February 13, 1859", "the school, chartered in 1894")
-_DESCRIBING = re.compile(r"\b[a-z]+\s+(?:who|that)\s+[a-z]+|\b(?!(?:was|were|is|are|be|been|being|has|have|had)\b)"
-                         r"[a-z]+,?\s+(?:born|chartered|founded|established|built|flown|formed|launched|"
-                         r"commissioned|known)\b", _I)
+_DESCRIBING = re.compile(
+    r"\b[a-z]+\s+(?:who|that)\s+[a-z]+|\b(?!(?:was|were|is|are|be|been|being|has|have|had)\b)"
+    r"[a-z]+,?\s+(?:born|chartered|founded|established|built|flown|formed|launched|"
+    r"commissioned|known)\b",
+    _I,
+)
 
 
 def descriptors(question: str, mentions: list[TimeMention]) -> list[bool]:
@@ -148,13 +236,17 @@ def descriptors(question: str, mentions: list[TimeMention]) -> list[bool]:
     """
     flags, since = [], 0
     for mention in mentions:
-        flags.append(bool(_DESCRIBING.search(question, since, mention.span[0]))
-                     or event_named_by(question, mention) is not None)
+        flags.append(
+            bool(_DESCRIBING.search(question, since, mention.span[0]))
+            or event_named_by(question, mention) is not None
+        )
         since = mention.span[1]
     return [False] * len(flags) if all(flags) else flags
 
 
-def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, config: IntentConfig) -> _Reading:
+def _read_mentions(
+    question: str, mentions: list[TimeMention], now: datetime, config: IntentConfig
+) -> _Reading:
     reading = _Reading()
     refined = _refined(question, mentions)
     describing = descriptors(question, [m for m, _ in refined])
@@ -162,9 +254,11 @@ def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, co
         start, end = mention.span
         start = min(start, lead)
         if describes:  # it stays in the core query: it names whom or what the question is about
-            reading.assumptions.append(f"'{mention.text}' describes the subject, not the time asked: not a filter")
+            reading.assumptions.append(
+                f"'{mention.text}' describes the subject, not the time asked: not a filter"
+            )
             continue
-        before_text = question[max(0, start - 60):start]
+        before_text = question[max(0, start - 60) : start]
         interval, relation = _relate(mention, before_text)
         if interval in reading.intervals:
             continue
@@ -172,15 +266,18 @@ def _read_mentions(question: str, mentions: list[TimeMention], now: datetime, co
         reading.relations.append(relation)
         event = event_named_by(question, mention)
         if event is not None:  # "since the 1929 crash": the date is the event's, it stays in the core query
-            reading.assumptions.append(f"'{event}' dated by the time written in it ({mention.text}): "
-                                       f"{interval} ({relation.value}); a search of an index dates the event itself")
+            reading.assumptions.append(
+                f"'{event}' dated by the time written in it ({mention.text}): "
+                f"{interval} ({relation.value}); a search of an index dates the event itself"
+            )
             continue
         cue = _CONNECTORS.search(before_text)
         cue_start = start - len(before_text) + cue.start() if cue else start
         reading.removals.append((cue_start, end))
         if _RELATIVE.search(mention.text) or mention.source == "duckling":
             reading.assumptions.append(
-                f"'{mention.text}' resolved against {format_instant(now)} in {config.timezone}")
+                f"'{mention.text}' resolved against {format_instant(now)} in {config.timezone}"
+            )
         if interval.is_open:
             reading.assumptions.append(f"'{question[cue_start:end].strip()}' read as {interval}")
     return reading
@@ -201,7 +298,7 @@ def event_named_by(question: str, mention: TimeMention) -> str | None:
     nouns = _EVENT_NOUNS.match(question, end)
     if nouns is None or nouns["words"].split()[0].lower() in NON_EVENT_WORDS:
         return None
-    return question[the.start() if the else start:nouns.end()]
+    return question[the.start() if the else start : nouns.end()]
 
 
 _GLOSS = re.compile(r"\s*(?:,|\(|—|–|-|:)\s*(?:from\s+|between\s+|i\.e\.\s*)?$", _I)
@@ -215,9 +312,14 @@ def _refined(question: str, mentions: list[TimeMention]) -> list[tuple[TimeMenti
     for mention in mentions:
         if kept:
             last, lead = kept[-1]
-            gap = question[last.span[1]:mention.span[0]]
-            if (len(gap) <= 12 and _GLOSS.fullmatch(gap) and last.relation is None and mention.reading is not None
-                    and last.interval.overlaps(mention.reading)):
+            gap = question[last.span[1] : mention.span[0]]
+            if (
+                len(gap) <= 12
+                and _GLOSS.fullmatch(gap)
+                and last.relation is None
+                and mention.reading is not None
+                and last.interval.overlaps(mention.reading)
+            ):
                 kept[-1] = (mention, lead)
                 continue
         kept.append((mention, mention.span[0]))
@@ -296,8 +398,13 @@ def _core_query(question: str, removals: list[tuple[int, int]]) -> str:
     return re.sub(r"^[\s,;:.\-–]+", "", text).strip()
 
 
-def parse_question(question: str, *, now: datetime, timezone: str = "UTC",
-                   fiscal_calendar: FiscalCalendar | str | None = None) -> TemporalIntent:
+def parse_question(
+    question: str,
+    *,
+    now: datetime,
+    timezone: str = "UTC",
+    fiscal_calendar: FiscalCalendar | str | None = None,
+) -> TemporalIntent:
     """The public question parser: ``question`` -> its core query, time interval(s) and relation.
 
     Example::
@@ -326,4 +433,6 @@ def parse_question(question: str, *, now: datetime, timezone: str = "UTC",
             :class:`QuestionTooLongError` (a ``ValueError``) beyond :data:`MAX_QUESTION_CHARS`.
     """
     config = TaggerConfig.from_options(timezone, fiscal_calendar)
-    return parse_intent(question, now=now, config=IntentConfig(timezone=config.timezone, fiscal=config.fiscal))
+    return parse_intent(
+        question, now=now, config=IntentConfig(timezone=config.timezone, fiscal=config.fiscal)
+    )

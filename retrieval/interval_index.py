@@ -23,10 +23,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.tiers import (
+    bound_proximity,
+    interval_weights,
+    literal_mask,
+    row_fit,
+    state_mask,
+    window_cover,
+)
 from diachron.schemas.overlaps import SortedOverlaps
-from diachron.retrieval.tiers import bound_proximity, interval_weights, literal_mask, row_fit, state_mask, window_cover
 from diachron.schemas.time import Interval
 
 __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
@@ -81,8 +87,15 @@ class IntervalIndex:
     @property
     def nbytes(self) -> int:
         """Bytes held by the arrays (the sorted endpoints included)."""
-        arrays = (self.starts, self.ends, self.first_interval, self.valid_from,
-                  self.valid_until, self.recorded_at, self.unknown_rows)
+        arrays = (
+            self.starts,
+            self.ends,
+            self.first_interval,
+            self.valid_from,
+            self.valid_until,
+            self.recorded_at,
+            self.unknown_rows,
+        )
         return sum(a.nbytes for a in arrays) + self._overlaps.nbytes
 
     def event_rows(self, time_filter: TimeFilter) -> np.ndarray:
@@ -128,8 +141,11 @@ class IntervalIndex:
         counts = hi - lo
         if not time_filter.event:
             return np.ones(len(offsets))
-        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) if len(offsets) else \
-            np.empty(0, dtype=np.int64)
+        idx = (
+            np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+            if len(offsets)
+            else np.empty(0, dtype=np.int64)
+        )
         hit = np.zeros(len(idx), dtype=bool)
         cover = np.zeros(len(idx))  # per interval: share of the window covered (derived spans) x nearness
         literal = self.literal[idx]
@@ -139,6 +155,8 @@ class IntervalIndex:
             overlap = (starts < end) & (ends > start)
             hit |= overlap
             near = bound_proximity(starts, ends, start, end)
-            cover = np.maximum(cover, np.where(overlap, np.where(literal, 1.0, window_cover(starts, ends, start, end))
-                                               * near, 0.0))
+            cover = np.maximum(
+                cover,
+                np.where(overlap, np.where(literal, 1.0, window_cover(starts, ends, start, end)) * near, 0.0),
+            )
         return row_fit(counts, hit, self.weights[idx] * cover, literal, self.state[idx])

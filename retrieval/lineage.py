@@ -32,7 +32,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from diachron.retrieval.anchors import anchor_granularity
 from diachron.schemas.lineage import (
     DERIVED_UNTIL_KEY,
@@ -45,19 +44,47 @@ from diachron.schemas.lineage import (
 from diachron.schemas.records import intervals_from_arrow
 from diachron.schemas.time import Granularity, Interval, period, to_utc
 
-__all__ = ["Lineage", "clarify", "conflicts", "derive_spans", "gaps", "latest_first", "load_lineage",
-           "mentions_earlier_version", "version_at", "versions_during", "window_gaps"]
+__all__ = [
+    "Lineage",
+    "clarify",
+    "conflicts",
+    "derive_spans",
+    "gaps",
+    "latest_first",
+    "load_lineage",
+    "mentions_earlier_version",
+    "version_at",
+    "versions_during",
+    "window_gaps",
+]
 
-_COLUMNS = ["doc_id", "series_id", "version", "supersedes", "relation", "valid_from", "valid_until", "published_at",
-            "recorded_at", "metadata_json"]
+_COLUMNS = [
+    "doc_id",
+    "series_id",
+    "version",
+    "supersedes",
+    "relation",
+    "valid_from",
+    "valid_until",
+    "published_at",
+    "recorded_at",
+    "metadata_json",
+]
 _EPOCH = datetime.min.replace(tzinfo=UTC)
-_EARLIER = re.compile(r"\b(?:old|older|previous|prior|former|earlier|outdated|superseded)\s+"
-                      r"(?:\w+\s+)?(?:rule|rules|policy|policies|version|versions|release|regulation|terms|guideline|"
-                      r"guidelines|procedure|edition)\b", re.IGNORECASE)
+_EARLIER = re.compile(
+    r"\b(?:old|older|previous|prior|former|earlier|outdated|superseded)\s+"
+    r"(?:\w+\s+)?(?:rule|rules|policy|policies|version|versions|release|regulation|terms|guideline|"
+    r"guidelines|procedure|edition)\b",
+    re.IGNORECASE,
+)
 
 
-def _start(row: Mapping[str, Any], starts: dict[str, datetime | None], by_id: Mapping[str, Mapping[str, Any]],
-           depth: int = 0) -> datetime | None:
+def _start(
+    row: Mapping[str, Any],
+    starts: dict[str, datetime | None],
+    by_id: Mapping[str, Mapping[str, Any]],
+    depth: int = 0,
+) -> datetime | None:
     if row["valid_from"] is not None:
         return to_utc(row["valid_from"])
     target = by_id.get(row["supersedes"] or "")
@@ -95,14 +122,18 @@ def derive_spans(rows: Sequence[Mapping[str, Any]]) -> list[VersionSpan]:
     starts: dict[str, datetime | None] = {}
     for r in rows:
         starts[r["doc_id"]] = _start(r, starts, by_id)
-    corrected_by = {r["supersedes"]: r["doc_id"] for r in rows if r["relation"] == "corrects" and r["supersedes"] in by_id}
-    chain = sorted((r for r in rows if r["relation"] != "coexists" and r["doc_id"] not in corrected_by),
-                   key=lambda r: (starts[r["doc_id"]] or _EPOCH, to_utc(r["recorded_at"])))
+    corrected_by = {
+        r["supersedes"]: r["doc_id"] for r in rows if r["relation"] == "corrects" and r["supersedes"] in by_id
+    }
+    chain = sorted(
+        (r for r in rows if r["relation"] != "coexists" and r["doc_id"] not in corrected_by),
+        key=lambda r: (starts[r["doc_id"]] or _EPOCH, to_utc(r["recorded_at"])),
+    )
     ends: dict[str, datetime | None] = {}
     successor: dict[str, str] = {}
     for i, r in enumerate(chain):
         own = starts[r["doc_id"]] or _EPOCH
-        nxt = next((n for n in chain[i + 1:] if (starts[n["doc_id"]] or _EPOCH) > own), None)
+        nxt = next((n for n in chain[i + 1 :] if (starts[n["doc_id"]] or _EPOCH) > own), None)
         if nxt is not None:
             successor[r["doc_id"]] = nxt["doc_id"]
         ends[r["doc_id"]] = _explicit_until(r) or (starts[nxt["doc_id"]] if nxt is not None else None)
@@ -116,13 +147,24 @@ def derive_spans(rows: Sequence[Mapping[str, Any]]) -> list[VersionSpan]:
             valid = _interval(start, end) if end is not None else None
         else:
             valid = _interval(start, ends.get(doc_id, _explicit_until(r)))
-        spans.append(VersionSpan(
-            doc_id=doc_id, series_id=r["series_id"], version=r["version"], valid=valid,
-            recorded_at=to_utc(r["recorded_at"]), supersedes=r["supersedes"], relation=r["relation"],
-            superseded_by=successor.get(corrected_by.get(doc_id, doc_id)), corrected_by=corrected_by.get(doc_id),
-            published_at=to_utc(r["published_at"]) if r["published_at"] is not None else None))
+        spans.append(
+            VersionSpan(
+                doc_id=doc_id,
+                series_id=r["series_id"],
+                version=r["version"],
+                valid=valid,
+                recorded_at=to_utc(r["recorded_at"]),
+                supersedes=r["supersedes"],
+                relation=r["relation"],
+                superseded_by=successor.get(corrected_by.get(doc_id, doc_id)),
+                corrected_by=corrected_by.get(doc_id),
+                published_at=to_utc(r["published_at"]) if r["published_at"] is not None else None,
+            )
+        )
     order = {r["doc_id"]: i for i, r in enumerate(chain)}
-    spans.sort(key=lambda s: (s.valid.start or _EPOCH if s.valid else _EPOCH, order.get(s.doc_id, -1), s.recorded_at))
+    spans.sort(
+        key=lambda s: (s.valid.start or _EPOCH if s.valid else _EPOCH, order.get(s.doc_id, -1), s.recorded_at)
+    )
     return spans
 
 
@@ -162,11 +204,17 @@ class Lineage:
         if self.is_versioned(series_id):
             return self.admits(doc_id, series_id, window)
         span = self._by_doc.get(doc_id)
-        return span is not None and span.valid is not None and span.valid.start is not None \
+        return (
+            span is not None
+            and span.valid is not None
+            and span.valid.start is not None
             and span.valid.overlaps(window)
+        )
 
 
-def load_lineage(documents: Any, *, series: Iterable[str] | None = None, as_of: datetime | None = None) -> Lineage:
+def load_lineage(
+    documents: Any, *, series: Iterable[str] | None = None, as_of: datetime | None = None
+) -> Lineage:
     """Read the versions of ``series`` (default: all) from the ``documents`` table, as of ``as_of``.
 
     Args:
@@ -181,7 +229,9 @@ def load_lineage(documents: Any, *, series: Iterable[str] | None = None, as_of: 
     if series is not None:
         data = data.filter(pc.is_in(data["series_id"], value_set=_strings(series)))
     if as_of is not None:
-        data = data.filter(pc.less_equal(data["recorded_at"], pa.scalar(to_utc(as_of), type=data["recorded_at"].type)))
+        data = data.filter(
+            pc.less_equal(data["recorded_at"], pa.scalar(to_utc(as_of), type=data["recorded_at"].type))
+        )
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in data.to_pylist():
         grouped[row["series_id"]].append(row)
@@ -209,7 +259,9 @@ def version_at(spans: Sequence[VersionSpan], t: datetime) -> VersionSpan | None:
     return found[0] if found else None
 
 
-def conflicts(lineage: Lineage, doc_ids: Iterable[str], *, window: Interval | None = None) -> list[ConflictSignal]:
+def conflicts(
+    lineage: Lineage, doc_ids: Iterable[str], *, window: Interval | None = None
+) -> list[ConflictSignal]:
     """Conflict signals over an evidence set.
 
     ``overlap``: two versions of one series (neither ``coexists``) are valid at once, one of them in the
@@ -221,17 +273,25 @@ def conflicts(lineage: Lineage, doc_ids: Iterable[str], *, window: Interval | No
     for series_id in sorted({s.series_id for d in present if (s := lineage.span(d)) is not None}):
         spans = [s for s in lineage.series[series_id] if s.valid is not None and s.relation != "coexists"]
         for i, a in enumerate(spans):
-            for b in spans[i + 1:]:
+            for b in spans[i + 1 :]:
                 common = a.valid.intersection(b.valid)  # type: ignore[union-attr]
-                if common and (a.doc_id in present or b.doc_id in present) and (window is None or common.overlaps(window)):
+                if (
+                    common
+                    and (a.doc_id in present or b.doc_id in present)
+                    and (window is None or common.overlaps(window))
+                ):
                     out.append(ConflictSignal(ConflictKind.OVERLAP, series_id, (a.doc_id, b.doc_id), common))
         for s in lineage.series[series_id]:
             if s.corrected_by in present and s.doc_id in present:
-                out.append(ConflictSignal(ConflictKind.CORRECTION, series_id, (s.doc_id, s.corrected_by), s.valid))
+                out.append(
+                    ConflictSignal(ConflictKind.CORRECTION, series_id, (s.doc_id, s.corrected_by), s.valid)
+                )
     return out
 
 
-def gaps(window: Interval, covered: Iterable[Interval], *, granularity: Granularity | None = None) -> list[GapSignal]:
+def gaps(
+    window: Interval, covered: Iterable[Interval], *, granularity: Granularity | None = None
+) -> list[GapSignal]:
     """Parts of a bounded ``window`` that no ``covered`` interval touches, as whole periods, merged.
 
     Args:
@@ -260,8 +320,10 @@ def gaps(window: Interval, covered: Iterable[Interval], *, granularity: Granular
             else:
                 out.append(p)
         cursor = p.end
-    return [GapSignal(Interval(max(i.start, window.start), min(i.end, window.end), g))  # type: ignore[type-var]
-            for i in out]
+    return [
+        GapSignal(Interval(max(i.start, window.start), min(i.end, window.end), g))  # type: ignore[type-var]
+        for i in out
+    ]
 
 
 def window_gaps(chunks: Any, where: str | None, window: Interval) -> list[GapSignal]:
@@ -285,6 +347,7 @@ def latest_first(rows: Sequence[Mapping[str, Any]], lineage: Lineage, *, k: int)
         then similarity; unknown publication last), and how many distinct documents among them are no
         version of a versioned series (the answer's ``assumptions`` say how those were read).
     """
+
     def key(pos: int) -> tuple[bool, float, int]:
         published = rows[pos].get("published_at")
         return published is None, -to_utc(published).timestamp() if published is not None else 0.0, pos
@@ -299,8 +362,9 @@ def mentions_earlier_version(text: str) -> bool:
     return _EARLIER.search(text) is not None
 
 
-def clarify(lineage: Lineage, series_ids: Iterable[str], reference_time: datetime) -> tuple[list[Clarification],
-                                                                                               set[str]]:
+def clarify(
+    lineage: Lineage, series_ids: Iterable[str], reference_time: datetime
+) -> tuple[list[Clarification], set[str]]:
     """For a question about "the old …": the versions of each series that ended before ``reference_time``.
 
     Returns:
@@ -310,8 +374,11 @@ def clarify(lineage: Lineage, series_ids: Iterable[str], reference_time: datetim
     """
     out, admitted = [], set()
     for series_id in dict.fromkeys(series_ids):
-        old = [s for s in lineage.series.get(series_id, ()) if s.valid is not None and s.valid.end is not None
-               and s.valid.end <= to_utc(reference_time)]
+        old = [
+            s
+            for s in lineage.series.get(series_id, ())
+            if s.valid is not None and s.valid.end is not None and s.valid.end <= to_utc(reference_time)
+        ]
         admitted.update(s.doc_id for s in old)
         if len(old) > 1:
             out.append(Clarification(f"{len(old)} earlier versions of {series_id}", series_id, tuple(old)))

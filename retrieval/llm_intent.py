@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from diachron.temporal.llm_backends import LLMBackend
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant, to_utc
+from diachron.temporal.llm_backends import LLMBackend
 
 __all__ = ["INTENT_SCHEMA", "LLMIntentParser", "parse_intent_answer"]
 
@@ -27,17 +27,30 @@ log = logging.getLogger(__name__)
 _DAY = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
 _SIDE = {"anyOf": [_DAY, {"type": "null"}]}
 INTENT_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["core_query", "relation", "intervals", "confidence"],
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["core_query", "relation", "intervals", "confidence"],
     "properties": {
         "core_query": {"type": "string", "maxLength": 300},
         "relation": {"enum": [r.value for r in Relation]},
-        "intervals": {"type": "array", "maxItems": 3, "items": {
-            "type": "object", "additionalProperties": False, "required": ["start", "end"],
-            "properties": {"start": _SIDE, "end": _SIDE}}},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
+        "intervals": {
+            "type": "array",
+            "maxItems": 3,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["start", "end"],
+                "properties": {"start": _SIDE, "end": _SIDE},
+            },
+        },
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
 
-_SYSTEM = ("You split search questions into a topic and a time filter for a time-aware search index. "
-           "Answer with one JSON object only.")
+_SYSTEM = (
+    "You split search questions into a topic and a time filter for a time-aware search index. "
+    "Answer with one JSON object only."
+)
 _PROMPT = """Current date and time (UTC): {now}
 Question: {question}
 
@@ -61,12 +74,25 @@ def parse_intent_answer(text: str, *, now: datetime) -> TemporalIntent:
         jsonschema.validate(data, INTENT_SCHEMA)
     except jsonschema.ValidationError as exc:
         raise ValueError(f"schema violation at {list(exc.absolute_path)}: {exc.message}") from exc
-    intervals = tuple(Interval(parse_instant(i["start"]) if i["start"] else None,
-                               parse_instant(i["end"]) if i["end"] else None, Granularity.DAY)
-                      for i in data["intervals"] if i["start"] or i["end"])
+    intervals = tuple(
+        Interval(
+            parse_instant(i["start"]) if i["start"] else None,
+            parse_instant(i["end"]) if i["end"] else None,
+            Granularity.DAY,
+        )
+        for i in data["intervals"]
+        if i["start"] or i["end"]
+    )
     relation = Relation(data["relation"]) if intervals else Relation.UNKNOWN
-    return TemporalIntent(data["core_query"].strip(), intervals, relation, to_utc(now), Granularity.DAY if intervals
-                          else None, float(data["confidence"]), assumptions=("intent read by an LLM",))
+    return TemporalIntent(
+        data["core_query"].strip(),
+        intervals,
+        relation,
+        to_utc(now),
+        Granularity.DAY if intervals else None,
+        float(data["confidence"]),
+        assumptions=("intent read by an LLM",),
+    )
 
 
 @dataclass
@@ -93,11 +119,14 @@ class LLMIntentParser:
     def parse(self, question: str, *, now: datetime) -> TemporalIntent:
         """The question's intent; intervals half-open UTC. ``now``: the clock (aware; naive = UTC)."""
         now = to_utc(now)
-        messages = [{"role": "system", "content": _SYSTEM},
-                    {"role": "user", "content": _PROMPT.format(now=format_instant(now), question=question)}]
+        messages = [
+            {"role": "system", "content": _SYSTEM},
+            {"role": "user", "content": _PROMPT.format(now=format_instant(now), question=question)},
+        ]
         for budget, temperature in ((self.max_tokens, 0.0), (2 * self.max_tokens, self.retry_temperature)):
-            answer = self.backend.generate([messages], schema=INTENT_SCHEMA, max_tokens=budget,
-                                           temperature=temperature)[0]
+            answer = self.backend.generate(
+                [messages], schema=INTENT_SCHEMA, max_tokens=budget, temperature=temperature
+            )[0]
             if answer.finish_reason == "stop" and answer.text.strip():
                 try:
                     return parse_intent_answer(answer.text, now=now)

@@ -27,13 +27,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from diachron.retrieval.classed import ClassedEntries
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, SPARSE_HITS, bounds
 from diachron.retrieval.mapped import load_mapped
-from diachron.retrieval.quantized import (Int8Query, certified_top, estimate, estimate_bound, first_pass_cost, prepare,
-                                          upper_bounds)
+from diachron.retrieval.quantized import (
+    Int8Query,
+    certified_top,
+    estimate,
+    estimate_bound,
+    first_pass_cost,
+    prepare,
+    upper_bounds,
+)
 from diachron.schemas import time_index as fmt
 
 __all__ = ["GATHER_COST", "Cover", "TimePartitionedIndex"]
@@ -94,7 +100,7 @@ class TimePartitionedIndex:
         and whether it holds a row of unknown time (from the snapshot's intervals in CSR layout: the
         intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``); :meth:`hull` reads them."""
         n = self.num_rows
-        counts = np.diff(first_interval[:n + 1])
+        counts = np.diff(first_interval[: n + 1])
         known = counts > 0
         lo_start = np.full(n, OPEN_FUTURE, dtype=np.int64)
         hi_end = np.full(n, OPEN_PAST, dtype=np.int64)
@@ -104,8 +110,11 @@ class TimePartitionedIndex:
             lo_start[known] = np.minimum.reduceat(starts[:stop], at)
             hi_end[known] = np.maximum.reduceat(ends[:stop], at)
         cut = np.arange(0, n, self.block_rows)
-        self.blocks = (np.minimum.reduceat(lo_start[self.order], cut), np.maximum.reduceat(hi_end[self.order], cut),
-                       np.maximum.reduceat(~known[self.order], cut))
+        self.blocks = (
+            np.minimum.reduceat(lo_start[self.order], cut),
+            np.maximum.reduceat(hi_end[self.order], cut),
+            np.maximum.reduceat(~known[self.order], cut),
+        )
 
     def hull(self, time_filter: TimeFilter) -> tuple[int, int]:
         """``[lo, hi)`` time positions outside which no row passes ``time_filter``'s event clause (whole blocks,
@@ -122,8 +131,9 @@ class TimePartitionedIndex:
             return 0, 0
         return int(hit[0]) * self.block_rows, min(int(hit[-1] + 1) * self.block_rows, self.num_rows)
 
-    def hull_top(self, lo: int, hi: int, query: np.ndarray, depth: int, passes: Callable[[np.ndarray], np.ndarray]
-                 ) -> tuple[np.ndarray, np.ndarray]:
+    def hull_top(
+        self, lo: int, hi: int, query: np.ndarray, depth: int, passes: Callable[[np.ndarray], np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine)`` of the ``depth`` best positions in ``[lo, hi)`` that ``passes`` (positions →
         bool), exact: one int8 pass over the range's contiguous codes, the certified shortlist checked against
         the filter and re-scored from the float32 vectors (a failing row's estimate only widens the shortlist)."""
@@ -135,7 +145,9 @@ class TimePartitionedIndex:
             out[ok] = self.exact_scores(pos[ok], query)
             return out
 
-        return certified_top(lo, estimate(self.codes[lo:hi], prepared), rescore, depth, bound=estimate_bound(prepared))
+        return certified_top(
+            lo, estimate(self.codes[lo:hi], prepared), rescore, depth, bound=estimate_bound(prepared)
+        )
 
     @classmethod
     def open(cls, directory: Path, dataset: Any) -> TimePartitionedIndex | None:
@@ -144,8 +156,11 @@ class TimePartitionedIndex:
             manifest = json.loads((directory / fmt.MANIFEST).read_text())
         except (OSError, ValueError):
             return None
-        if manifest.get("format") != fmt.FORMAT or manifest["num_rows"] > dataset.count_rows() \
-                or not manifest["num_rows"]:
+        if (
+            manifest.get("format") != fmt.FORMAT
+            or manifest["num_rows"] > dataset.count_rows()
+            or not manifest["num_rows"]
+        ):
             return None
         probes = [int(i) for i in manifest["probe_ids"]]
         ids = dataset.take(probes, columns=["chunk_id"]).column(0).to_pylist()
@@ -161,8 +176,14 @@ class TimePartitionedIndex:
     @property
     def resident_bytes(self) -> int:
         """Bytes held in memory (the memory-mapped vectors, centroids and lists are page cache, not counted)."""
-        return self.order.nbytes + self.position.nbytes + sum(v.nbytes for v in self.nodes.values()) \
-            + self.node_lists.nbytes + self.list_start.nbytes + self.classed.resident_bytes
+        return (
+            self.order.nbytes
+            + self.position.nbytes
+            + sum(v.nbytes for v in self.nodes.values())
+            + self.node_lists.nbytes
+            + self.list_start.nbytes
+            + self.classed.resident_bytes
+        )
 
     def positions_of(self, rows: np.ndarray) -> np.ndarray:
         """Sorted int64 time positions of indexed row offsets (``rows < num_rows``): a sort when they are
@@ -217,16 +238,22 @@ class TimePartitionedIndex:
                     cover.scored_rows += int(hi[node] - lo[node])
                 else:
                     nlist = len(probes)
-                    cover.scored_rows += nlist + int((hi[node] - lo[node]) * self.levels[int(level[node])]["nprobe"]
-                                                     / max(nlist, 1))
+                    cover.scored_rows += nlist + int(
+                        (hi[node] - lo[node]) * self.levels[int(level[node])]["nprobe"] / max(nlist, 1)
+                    )
                     recall = min(recall, float(self.levels[int(level[node])]["recall_at_10"]))
             elif level[node] == 0:
                 boundary.append(positions[a:b])
             else:
-                first = self.level_first[int(level[node]) - 1] + 2 * (node - self.level_first[int(level[node])])
-                stack.extend(c for c in (first, first + 1) if c < self.level_first[int(level[node])] and
-                             level[c] == level[node] - 1)
-        boundary.append(positions[np.searchsorted(positions, hi[self.root]):])  # past the tree: unknown time
+                first = self.level_first[int(level[node]) - 1] + 2 * (
+                    node - self.level_first[int(level[node])]
+                )
+                stack.extend(
+                    c
+                    for c in (first, first + 1)
+                    if c < self.level_first[int(level[node])] and level[c] == level[node] - 1
+                )
+        boundary.append(positions[np.searchsorted(positions, hi[self.root]) :])  # past the tree: unknown time
         cover.boundary = np.sort(np.concatenate(boundary))
         cover.scored_rows += len(cover.boundary)
         cover.expected_recall = recall
@@ -248,8 +275,9 @@ class TimePartitionedIndex:
         out[order] = np.asarray(self.vectors[positions[order]]) @ query
         return out
 
-    def exact(self, positions: np.ndarray, query: np.ndarray, depth: int, prepared: Int8Query | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+    def exact(
+        self, positions: np.ndarray, query: np.ndarray, depth: int, prepared: Int8Query | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine)`` of the ``depth`` best of sorted ``positions``, exact (certified int8 pass).
 
         When an int8 pass over their hull (first to last position: one contiguous read) costs less than
@@ -264,7 +292,7 @@ class TimePartitionedIndex:
         rescore = lambda pos: self.exact_scores(pos, query)  # noqa: E731
         hull_cost, gather_cost = _costs(len(positions), last - first + 1, self.dim)
         if hull_cost < gather_cost:
-            est = estimate(self.codes[first:last + 1], prepared)[positions - first]
+            est = estimate(self.codes[first : last + 1], prepared)[positions - first]
             return certified_top(positions, est, rescore, depth, bound=estimate_bound(prepared))
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
         run_lo = np.concatenate([[0], breaks])
@@ -275,7 +303,7 @@ class TimePartitionedIndex:
         for a, b in zip(run_lo[long], run_hi[long], strict=True):
             p0 = int(positions[a])
             parts_pos.append(positions[a:b])
-            parts_upper.append(upper_bounds(estimate(self.codes[p0:p0 + (b - a)], prepared), prepared))
+            parts_upper.append(upper_bounds(estimate(self.codes[p0 : p0 + (b - a)], prepared), prepared))
         if (~long).any():
             short = positions[~np.repeat(long, lengths)]  # every position outside the long runs, in order
             parts_pos.append(short)
@@ -294,10 +322,15 @@ class TimePartitionedIndex:
                 pos, score = self.exact(np.arange(lo[node], hi[node]), query, depth, prepared)
             else:
                 nprobe = min(int(self.levels[int(level[node])]["nprobe"]), len(lists))
-                scores = np.asarray(self.centroids[lists[0]:lists[-1] + 1]) @ query
-                chosen = lists[np.argpartition(-scores, nprobe - 1)[:nprobe]] if nprobe < len(lists) else lists
-                pos = np.sort(np.concatenate([self.members[self.list_start[j]:self.list_start[j + 1]]
-                                              for j in chosen])).astype(np.int64)
+                scores = np.asarray(self.centroids[lists[0] : lists[-1] + 1]) @ query
+                chosen = (
+                    lists[np.argpartition(-scores, nprobe - 1)[:nprobe]] if nprobe < len(lists) else lists
+                )
+                pos = np.sort(
+                    np.concatenate(
+                        [self.members[self.list_start[j] : self.list_start[j + 1]] for j in chosen]
+                    )
+                ).astype(np.int64)
                 pos, score = self.exact(pos, query, depth, prepared)
             parts_pos.append(pos)
             parts_score.append(score)

@@ -26,8 +26,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["INT8_COST", "NUMPY_INT8_COST", "Int8Query", "certified_top", "estimate", "estimate_bound", "first_pass_cost",
-           "prepare", "upper_bounds"]
+__all__ = [
+    "INT8_COST",
+    "NUMPY_INT8_COST",
+    "Int8Query",
+    "certified_top",
+    "estimate",
+    "estimate_bound",
+    "first_pass_cost",
+    "prepare",
+    "upper_bounds",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +73,11 @@ def _kernel() -> Callable | None:
         import torch
 
         op = torch.ops.aten._weight_int8pack_mm
-        probe = op(torch.ones((2, KERNEL_DIM_MULTIPLE), dtype=torch.bfloat16),
-                   torch.ones((3, KERNEL_DIM_MULTIPLE), dtype=torch.int8), torch.ones(3, dtype=torch.bfloat16))
+        probe = op(
+            torch.ones((2, KERNEL_DIM_MULTIPLE), dtype=torch.bfloat16),
+            torch.ones((3, KERNEL_DIM_MULTIPLE), dtype=torch.int8),
+            torch.ones(3, dtype=torch.bfloat16),
+        )
         if float(probe[1, 2]) != KERNEL_DIM_MULTIPLE:
             return None
         return op
@@ -109,7 +121,9 @@ def prepare(query: np.ndarray, scale: np.ndarray) -> Int8Query:
     # the low part's own rounding (≤ 2^-16 of the query) and float32 accumulation of 2 × dim products
     split_bound = 2.0**-16 * magnitude
     accumulation = 2 * len(scaled) * 2.0**-24 * magnitude
-    return Int8Query(torch.stack([hi, lo]), scaled, quant_bound + split_bound + accumulation + _SLACK, _OUT_ROUNDING)
+    return Int8Query(
+        torch.stack([hi, lo]), scaled, quant_bound + split_bound + accumulation + _SLACK, _OUT_ROUNDING
+    )
 
 
 _ONES: object | None = None  # per-row scales of the kernel (all 1: the scale is folded into the query)
@@ -121,8 +135,12 @@ def estimate(codes: np.ndarray, prepared: Int8Query) -> np.ndarray:
     if not len(codes):
         return np.empty(0, dtype=np.float32)
     if prepared.rows is None:  # in pieces: bounded memory (PIECE × dim × 4 bytes)
-        return np.concatenate([np.asarray(codes[i:i + PIECE], dtype=np.float32) @ prepared.scaled
-                               for i in range(0, len(codes), PIECE)])
+        return np.concatenate(
+            [
+                np.asarray(codes[i : i + PIECE], dtype=np.float32) @ prepared.scaled
+                for i in range(0, len(codes), PIECE)
+            ]
+        )
     import torch
 
     global _ONES  # noqa: PLW0603 - grown, never shrunk; replaced whole (safe for concurrent readers)
@@ -131,10 +149,12 @@ def estimate(codes: np.ndarray, prepared: Int8Query) -> np.ndarray:
         ones = _ONES = torch.ones(max(len(codes), 1 << 20), dtype=torch.bfloat16)
     threads = torch.get_num_threads()
     single = len(codes) < SINGLE_THREAD_ROWS and threads > 1
-    if single:  # a small product on the calling thread: waking the pool after idle costs more than the product
+    if (
+        single
+    ):  # a small product on the calling thread: waking the pool after idle costs more than the product
         torch.set_num_threads(1)
     try:
-        out = _op()(prepared.rows, torch.from_numpy(np.ascontiguousarray(codes)), ones[:len(codes)])  # type: ignore[index,misc]
+        out = _op()(prepared.rows, torch.from_numpy(np.ascontiguousarray(codes)), ones[: len(codes)])  # type: ignore[index,misc]
     finally:
         if single:
             torch.set_num_threads(threads)
@@ -158,14 +178,20 @@ def _largest(values: np.ndarray, m: int) -> tuple[np.ndarray, float | None]:
 
         top = torch.from_numpy(values).topk(m + 1)
         return top.indices[:m].numpy(), float(top.values[m])
-    pick = np.argpartition(-values, m)[:m + 1]
+    pick = np.argpartition(-values, m)[: m + 1]
     pick = pick[np.argsort(-values[pick], kind="stable")]
     return pick[:m], float(values[pick[m]])
 
 
-def certified_top(keys: np.ndarray | int, values: np.ndarray, exact: Callable[[np.ndarray], np.ndarray], depth: int,
-                  *, bound: Callable[[float], float] | None = None, distinct: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def certified_top(
+    keys: np.ndarray | int,
+    values: np.ndarray,
+    exact: Callable[[np.ndarray], np.ndarray],
+    depth: int,
+    *,
+    bound: Callable[[float], float] | None = None,
+    distinct: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """The exact ``depth`` best ``(keys, scores float32)``, best first, from bounded estimates of their scores.
 
     Args:
@@ -185,7 +211,11 @@ def certified_top(keys: np.ndarray | int, values: np.ndarray, exact: Callable[[n
     ``m``: ``m`` grows fourfold.
     """
     n = len(values)
-    key = (lambda i: keys[i]) if isinstance(keys, np.ndarray) else (lambda i: np.asarray(i, dtype=np.int64) + keys)
+    key = (
+        (lambda i: keys[i])
+        if isinstance(keys, np.ndarray)
+        else (lambda i: np.asarray(i, dtype=np.int64) + keys)
+    )
     if not n or depth <= 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
     m = min(n, max(4 * depth, FIRST_SHORTLIST))

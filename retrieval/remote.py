@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-
 from diachron.retrieval.arguments import clock_argument
 from diachron.retrieval.errors import RetrievalError
 from diachron.schemas.evidence import SearchResult, intent_from_dict
@@ -89,8 +88,9 @@ class RemoteClient:
         payload = self._call("POST", "/intent", json={"question": question, "now": _iso(now, "now")})
         return intent_from_dict(payload["intent"])
 
-    def search(self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None
-               ) -> SearchResult:
+    def search(
+        self, question: str, *, k: int = 10, now: datetime | None = None, as_of: datetime | None = None
+    ) -> SearchResult:
         """Like :meth:`diachron.retrieval.client.Client.search` (TA-RAG with all steps on), over HTTP.
 
         Args:

@@ -53,20 +53,40 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import SPARSE_HITS, IntervalIndex, bounds
 from diachron.retrieval.partitioned import GATHER_COST, TimePartitionedIndex
 from diachron.retrieval.quantized import first_pass_cost
 from diachron.schemas.time_index import MANIFEST, index_dir
 
-__all__ = ["COLUMNS", "CONTEXT_WEIGHT", "LEXICAL_WEIGHT", "Candidates", "Hit", "Hits", "Plan", "Searcher", "document_context",
-           "rank"]
+__all__ = [
+    "COLUMNS",
+    "CONTEXT_WEIGHT",
+    "LEXICAL_WEIGHT",
+    "Candidates",
+    "Hit",
+    "Hits",
+    "Plan",
+    "Searcher",
+    "document_context",
+    "rank",
+]
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ["chunk_id", "doc_id", "series_id", "seq", "text", "published_at", "intervals", "time_source",
-           "valid_from", "valid_until", "recorded_at"]
+COLUMNS = [
+    "chunk_id",
+    "doc_id",
+    "series_id",
+    "seq",
+    "text",
+    "published_at",
+    "intervals",
+    "time_source",
+    "valid_from",
+    "valid_until",
+    "recorded_at",
+]
 PIECE_ROWS = 1024
 EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
@@ -101,8 +121,13 @@ class Plan:
     layout: str = "take"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "candidates": self.candidates, "scored_rows": self.scored_rows,
-                "expected_recall": round(self.expected_recall, 4), "layout": self.layout}
+        return {
+            "path": self.path,
+            "candidates": self.candidates,
+            "scored_rows": self.scored_rows,
+            "expected_recall": round(self.expected_recall, 4),
+            "layout": self.layout,
+        }
 
 
 class Hits(list):  # noqa: FURB189 — a list of Hit that also carries the plan that produced it
@@ -111,8 +136,14 @@ class Hits(list):  # noqa: FURB189 — a list of Hit that also carries the plan 
     plan: Plan | None = None
 
 
-def rank(similarity: np.ndarray, focus: np.ndarray, temporal_weight: float, *, context: np.ndarray | None = None,
-         context_weight: float = 0.0) -> np.ndarray:
+def rank(
+    similarity: np.ndarray,
+    focus: np.ndarray,
+    temporal_weight: float,
+    *,
+    context: np.ndarray | None = None,
+    context_weight: float = 0.0,
+) -> np.ndarray:
     """Ranking score of candidates (float64, same shape as ``similarity``):
 
     ``similarity + context_weight × (context − similarity) + temporal_weight × focus``, where ``context`` is
@@ -164,7 +195,7 @@ class Candidates:
 
     def unknown(self, unknown_rows: np.ndarray, indexed: int) -> np.ndarray:
         """Sorted int64 offsets ``< indexed`` among the sorted ``unknown_rows`` (rows of unknown time)."""
-        rows = unknown_rows[:np.searchsorted(unknown_rows, indexed)]
+        rows = unknown_rows[: np.searchsorted(unknown_rows, indexed)]
         return rows[self.mask[rows]].astype(np.int64)
 
     def positions(self, ti: TimePartitionedIndex) -> np.ndarray:
@@ -172,9 +203,9 @@ class Candidates:
         if self._positions is None:
             if self.count * SPARSE_HITS < ti.num_rows:  # few: their positions, sorted
                 rows = self.rows
-                self._positions = ti.positions_of(rows[:np.searchsorted(rows, ti.num_rows)])
+                self._positions = ti.positions_of(rows[: np.searchsorted(rows, ti.num_rows)])
             else:  # many: the mask read in time order
-                self._positions = np.flatnonzero(self.mask[:ti.num_rows][ti.order])
+                self._positions = np.flatnonzero(self.mask[: ti.num_rows][ti.order])
         return self._positions
 
 
@@ -190,9 +221,16 @@ class Searcher:
         lexical_weight: weight of the BM25 signal in the time-filtered re-ranking (0 = none).
     """
 
-    def __init__(self, table: Any, *, temporal_weight: float = 0.1, piece_rows: int = PIECE_ROWS,
-                 approximate: bool = True, context_weight: float = CONTEXT_WEIGHT,
-                 lexical_weight: float = LEXICAL_WEIGHT) -> None:
+    def __init__(
+        self,
+        table: Any,
+        *,
+        temporal_weight: float = 0.1,
+        piece_rows: int = PIECE_ROWS,
+        approximate: bool = True,
+        context_weight: float = CONTEXT_WEIGHT,
+        lexical_weight: float = LEXICAL_WEIGHT,
+    ) -> None:
         t0 = time.perf_counter()
         self.table = table
         self.dataset = table.to_lance()
@@ -241,7 +279,7 @@ class Searcher:
         """Yield ``(offsets, cosine float32)`` for ``rows``, read with ``take`` in pieces of ``piece_rows``."""
         query = np.asarray(vector, dtype=np.float32)
         for lo in range(0, len(rows), self.piece_rows):
-            piece = rows[lo:lo + self.piece_rows]
+            piece = rows[lo : lo + self.piece_rows]
             yield piece, _matrix(self.dataset.take(piece, columns=["vector"])) @ query
 
     def exact_top(self, rows: np.ndarray, vector: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -253,11 +291,12 @@ class Searcher:
             return self._take_top(rows, query, depth)
         indexed = rows if not len(rows) or rows[-1] < ti.num_rows else rows[rows < ti.num_rows]
         pos, scores = ti.exact(ti.positions_of(indexed), query, depth)
-        return self._merge(ti.order[pos], scores, *self._take_top(rows[len(indexed):], query, depth), depth)
+        return self._merge(ti.order[pos], scores, *self._take_top(rows[len(indexed) :], query, depth), depth)
 
     @staticmethod
-    def _merge(a_rows: np.ndarray, a_scores: np.ndarray, b_rows: np.ndarray, b_scores: np.ndarray, depth: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _merge(
+        a_rows: np.ndarray, a_scores: np.ndarray, b_rows: np.ndarray, b_scores: np.ndarray, depth: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         offsets = np.concatenate([a_rows.astype(np.int64), b_rows.astype(np.int64)])
         scores = np.concatenate([a_scores, b_scores])
         order = np.argsort(-scores, kind="stable")[:depth]
@@ -300,32 +339,48 @@ class Searcher:
         lo, hi = ti.hull(time_filter)
         options: list[tuple[float, Plan, Any]] = [
             (unit * (hi - lo), Plan("exact", cand.count, hi - lo + late, layout="time"), (lo, hi)),
-            (GATHER_COST * indexed, Plan("exact", cand.count, cand.count, layout="time"), None)]
+            (GATHER_COST * indexed, Plan("exact", cand.count, cand.count, layout="time"), None),
+        ]
         if time_filter.event:
             slices = ti.classed.slices([bounds(q) for q in time_filter.event])
             entries = ti.classed.cost(slices)
-            unknown = len(cand.unknown(self.index.unknown_rows, ti.num_rows)) if time_filter.admit_unknown else 0
-            options.append((unit * entries + GATHER_COST * unknown,
-                            Plan("exact", cand.count, entries + unknown + late, layout="classed"), slices))
+            unknown = (
+                len(cand.unknown(self.index.unknown_rows, ti.num_rows)) if time_filter.admit_unknown else 0
+            )
+            options.append(
+                (
+                    unit * entries + GATHER_COST * unknown,
+                    Plan("exact", cand.count, entries + unknown + late, layout="classed"),
+                    slices,
+                )
+            )
         exact_cost, best_plan, best_detail = min(options, key=lambda o: o[0])
         if not self.approximate or cand.count <= EXACT_MAX_ROWS or not ti.has_ivf:
             return best_plan, best_detail
-        if GATHER_COST * (indexed - ti.inside_rows(time_filter)) >= exact_cost:  # its boundary rows alone cost more
+        if (
+            GATHER_COST * (indexed - ti.inside_rows(time_filter)) >= exact_cost
+        ):  # its boundary rows alone cost more
             return best_plan, best_detail
         cover = ti.cover(cand.positions(ti), time_filter)
         work = cover.scored_rows + late
-        if work <= 0.5 * cand.count and cover.expected_recall >= MIN_RECALL and GATHER_COST * cover.scored_rows < exact_cost:
+        if (
+            work <= 0.5 * cand.count
+            and cover.expected_recall >= MIN_RECALL
+            and GATHER_COST * cover.scored_rows < exact_cost
+        ):
             return Plan("approximate", cand.count, work, cover.expected_recall, layout="tree"), cover
         return best_plan, best_detail
 
-    def top_k_offsets(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
-                      ) -> tuple[np.ndarray, np.ndarray]:
+    def top_k_offsets(
+        self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(offsets, cosine)`` of the ``k`` most similar candidates, best first (by the planned path)."""
         offsets, scores, _ = self.top_k_planned(vector, time_filter, k=k)
         return offsets, scores
 
-    def top_k_planned(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
-                      ) -> tuple[np.ndarray, np.ndarray, Plan]:
+    def top_k_planned(
+        self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10
+    ) -> tuple[np.ndarray, np.ndarray, Plan]:
         """``(offsets, cosine, plan)``: the ``k`` best candidates by the path :meth:`plan` chooses."""
         cand = self._candidates(time_filter)
         plan, detail = self._plan(time_filter, cand)
@@ -336,8 +391,9 @@ class Searcher:
             keep = None
             if time_filter.valid or time_filter.as_of is not None:  # the entries pass the event clause only
                 keep = lambda r: cand.mask[r]  # noqa: E731
-            offsets, scores = ti.classed.top(detail, ti.prepare(query),
-                                             lambda r: ti.exact_scores(ti.position[r], query), k, keep)
+            offsets, scores = ti.classed.top(
+                detail, ti.prepare(query), lambda r: ti.exact_scores(ti.position[r], query), k, keep
+            )
             if time_filter.admit_unknown:  # rows of unknown time have no entries: scored from the time order
                 unknown = cand.unknown(self.index.unknown_rows, ti.num_rows)
                 offsets, scores = self._merge(offsets, scores, *self.exact_top(unknown, query, k), k)
@@ -351,8 +407,15 @@ class Searcher:
             offsets = ti.order[pos]
         return (*self._merge(offsets, scores, *self._take_top(cand.late(ti.num_rows), query, k), k), plan)
 
-    def search(self, vector: np.ndarray, time_filter: TimeFilter, *, k: int = 10,
-               temporal_weight: float | None = None, text: str | None = None) -> list[Hit]:
+    def search(
+        self,
+        vector: np.ndarray,
+        time_filter: TimeFilter,
+        *,
+        k: int = 10,
+        temporal_weight: float | None = None,
+        text: str | None = None,
+    ) -> list[Hit]:
         """Top-``k`` chunks passing ``time_filter``, best by :func:`rank` first.
 
         Args:
@@ -377,11 +440,14 @@ class Searcher:
                 ids = self.dataset.take(offsets, columns=["doc_id", "chunk_id"])
                 if lexical_on:  # cosine + lexical signal, once: the document context is taken of it too
                     relevance = scores + self.lexical_weight * self.lexical(  # type: ignore[arg-type]
-                        text, ids.column("chunk_id").to_pylist())
+                        text, ids.column("chunk_id").to_pylist()
+                    )
                 if self.context_weight:
                     context = document_context(relevance, ids.column("doc_id").to_numpy(zero_copy_only=False))
-            order = np.argsort(-rank(relevance, focus, weight, context=context, context_weight=self.context_weight),
-                               kind="stable")[:k]
+            order = np.argsort(
+                -rank(relevance, focus, weight, context=context, context_weight=self.context_weight),
+                kind="stable",
+            )[:k]
             offsets, scores, focus = offsets[order], scores[order], focus[order]
         hits = Hits()
         hits.plan = plan
@@ -403,15 +469,23 @@ class Searcher:
 
         if not chunk_ids:
             return np.zeros(0)
-        found = self.dataset.to_table(columns=["chunk_id", "_score"], full_text_query=MatchQuery(text, "text"),
-                                      filter=pc.field("chunk_id").isin(chunk_ids), prefilter=True,
-                                      limit=len(chunk_ids))
-        best = dict(zip(found.column("chunk_id").to_pylist(), found.column("_score").to_pylist(), strict=True))
+        found = self.dataset.to_table(
+            columns=["chunk_id", "_score"],
+            full_text_query=MatchQuery(text, "text"),
+            filter=pc.field("chunk_id").isin(chunk_ids),
+            prefilter=True,
+            limit=len(chunk_ids),
+        )
+        best = dict(
+            zip(found.column("chunk_id").to_pylist(), found.column("_score").to_pylist(), strict=True)
+        )
         out = np.array([best.get(c, 0.0) for c in chunk_ids], dtype=np.float64)
         top = out.max() if len(out) else 0.0
         return out / top if top > 0 else out
 
-    def outside_examples(self, vector: np.ndarray, time_filter: TimeFilter, *, n: int = 3) -> list[dict[str, Any]]:
+    def outside_examples(
+        self, vector: np.ndarray, time_filter: TimeFilter, *, n: int = 3
+    ) -> list[dict[str, Any]]:
         """The most similar chunks the time filter rejected, with the reason (for the trace).
 
         Scores every rejected row when at most ``EXAMPLE_POOL`` are rejected, else an evenly spaced sample
@@ -428,8 +502,10 @@ class Searcher:
         if not len(offsets):
             return []
         ids = self.dataset.take(offsets, columns=["chunk_id", "doc_id"]).to_pylist()
-        return [{**r, "score": round(float(s), 6), "why": self._why(int(o), time_filter)}
-                for r, s, o in zip(ids, scores, offsets, strict=True)]
+        return [
+            {**r, "score": round(float(s), 6), "why": self._why(int(o), time_filter)}
+            for r, s, o in zip(ids, scores, offsets, strict=True)
+        ]
 
     def _why(self, row: int, time_filter: TimeFilter) -> str:
         """The first filter clause that rejects ``row``."""
@@ -440,8 +516,10 @@ class Searcher:
                 return "unknown time"
             if not index.focus(np.array([row]), time_filter)[0]:
                 return "no event interval overlaps the query"
-        if time_filter.valid and not any(index.valid_from[row] < bounds(q)[1] and index.valid_until[row] > bounds(q)[0]
-                                         for q in time_filter.valid):
+        if time_filter.valid and not any(
+            index.valid_from[row] < bounds(q)[1] and index.valid_until[row] > bounds(q)[0]
+            for q in time_filter.valid
+        ):
             return "version not valid in the window"
         return "recorded after as_of"
 
@@ -449,7 +527,9 @@ class Searcher:
 def _has_text_index(dataset: Any) -> bool:
     """True when the table has a full-text index on ``text`` (``Store.optimize`` builds it)."""
     try:
-        return any(list(d.field_names) == ["text"] and "Inverted" in d.type_url for d in dataset.describe_indices())
+        return any(
+            list(d.field_names) == ["text"] and "Inverted" in d.type_url for d in dataset.describe_indices()
+        )
     except Exception:  # noqa: BLE001 - a dataset without index metadata: no lexical signal
         return False
 
@@ -457,7 +537,11 @@ def _has_text_index(dataset: Any) -> bool:
 def _open_time_index(dataset: Any) -> TimePartitionedIndex | None:
     """The time index beside a local table (``<db>/chunks.time_index``), if one was built for its rows."""
     directory = index_dir(str(dataset.uri))
-    return TimePartitionedIndex.open(directory, dataset) if directory is not None and directory.is_dir() else None
+    return (
+        TimePartitionedIndex.open(directory, dataset)
+        if directory is not None and directory.is_dir()
+        else None
+    )
 
 
 def _stamp(dataset: Any) -> int | None:

@@ -32,16 +32,38 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["STATED_KINDS", "STATE_KINDS", "UNKNOWN_FIT", "WEIGHTS", "bound_proximity", "describe", "interval_weights",
-           "literal_mask", "row_fit", "state_mask", "window_cover"]
+__all__ = [
+    "STATED_KINDS",
+    "STATE_KINDS",
+    "UNKNOWN_FIT",
+    "WEIGHTS",
+    "bound_proximity",
+    "describe",
+    "interval_weights",
+    "literal_mask",
+    "row_fit",
+    "state_mask",
+    "window_cover",
+]
 
 #: weight of an interval by provenance (derived spans) or kind (intervals as written).
 WEIGHTS: dict[str, float] = {
-    "event": 1.0, "state": 1.0, "state_start": 1.0, "state_end": 1.0, "mention": 0.25, "published": 1.0,
-    "inferred:next-change": 0.8, "inferred:previous-change": 0.8, "inferred:timeline": 0.6,
-    "inferred:open": 0.5, "inferred:open-past": 0.5, "inferred:timeline-start": 0.5, "inferred:to-publication": 0.5,
+    "event": 1.0,
+    "state": 1.0,
+    "state_start": 1.0,
+    "state_end": 1.0,
+    "mention": 0.25,
+    "published": 1.0,
+    "inferred:next-change": 0.8,
+    "inferred:previous-change": 0.8,
+    "inferred:timeline": 0.6,
+    "inferred:open": 0.5,
+    "inferred:open-past": 0.5,
+    "inferred:timeline-start": 0.5,
+    "inferred:to-publication": 0.5,
     "inferred:future": 0.5,
-    "inherited:section": 0.4, "inherited:document": 0.3,
+    "inherited:section": 0.4,
+    "inherited:document": 0.3,
 }
 UNKNOWN_FIT = 0.1
 #: time (µs; one year) over which the fit of an interval on the open side of a window halves.
@@ -66,8 +88,13 @@ def interval_weights(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
     Intervals without the fields (tables written before kinds existed) weigh 1.0, as events.
     """
     kinds, provenance = _field(flat, "kind"), _field(flat, "provenance")
-    return np.array([WEIGHTS.get(p, 1.0) if p is not None else WEIGHTS.get(k or "event", 1.0)
-                     for k, p in zip(kinds, provenance, strict=True)], dtype=np.float64)
+    return np.array(
+        [
+            WEIGHTS.get(p, 1.0) if p is not None else WEIGHTS.get(k or "event", 1.0)
+            for k, p in zip(kinds, provenance, strict=True)
+        ],
+        dtype=np.float64,
+    )
 
 
 def literal_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
@@ -83,7 +110,9 @@ def state_mask(flat: pa.StructArray | pa.ChunkedArray) -> np.ndarray:
     the ``share`` of :func:`row_fit`, as before.
     """
     kinds, provenance = _field(flat, "kind"), _field(flat, "provenance")
-    return np.array([p is None and k in STATED_KINDS for k, p in zip(kinds, provenance, strict=True)], dtype=bool)
+    return np.array(
+        [p is None and k in STATED_KINDS for k, p in zip(kinds, provenance, strict=True)], dtype=bool
+    )
 
 
 def window_cover(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: int) -> np.ndarray:
@@ -115,8 +144,13 @@ def bound_proximity(starts: np.ndarray, ends: np.ndarray, q_start: int, q_end: i
     return 1.0 / (1.0 + np.maximum(gap, 0) / PROXIMITY_SCALE)
 
 
-def row_fit(counts: np.ndarray, hit: np.ndarray, weights: np.ndarray, literal: np.ndarray,
-            state: np.ndarray | None = None) -> np.ndarray:
+def row_fit(
+    counts: np.ndarray,
+    hit: np.ndarray,
+    weights: np.ndarray,
+    literal: np.ndarray,
+    state: np.ndarray | None = None,
+) -> np.ndarray:
     """Temporal fit per row (float64 ``(rows,)``) from its intervals, CSR-style.
 
     Args:

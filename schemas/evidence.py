@@ -7,10 +7,24 @@ from datetime import datetime
 from typing import Any
 
 from diachron.schemas.intent import Relation, TemporalIntent
-from diachron.schemas.lineage import Clarification, ConflictKind, ConflictSignal, GapSignal, Signal, VersionSpan
+from diachron.schemas.lineage import (
+    Clarification,
+    ConflictKind,
+    ConflictSignal,
+    GapSignal,
+    Signal,
+    VersionSpan,
+)
 from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant
 
-__all__ = ["Evidence", "SearchResult", "SearchTrace", "SCHEMA_VERSION", "intent_from_dict", "signal_from_dict"]
+__all__ = [
+    "Evidence",
+    "SearchResult",
+    "SearchTrace",
+    "SCHEMA_VERSION",
+    "intent_from_dict",
+    "signal_from_dict",
+]
 
 SCHEMA_VERSION = "1.0"
 
@@ -65,14 +79,23 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "chunk_id": self.chunk_id, "doc_id": self.doc_id, "series_id": self.series_id, "title": self.title,
-            "published_at": format_instant(self.published_at), "intervals": self._interval_dicts(),
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "series_id": self.series_id,
+            "title": self.title,
+            "published_at": format_instant(self.published_at),
+            "intervals": self._interval_dicts(),
             "time_source": self.time_source,
             "time_status": "time unknown" if self.time_source == "unknown" else "known",
             "valid_from": format_instant(self.valid_from),
-            "valid_until": format_instant(self.valid_until), "recorded_at": format_instant(self.recorded_at),
-            "superseded_by": self.superseded_by, "corrected_by": self.corrected_by, "score": round(self.score, 6), "rank": self.rank,
-            "temporal_fit": round(self.temporal_fit, 6), "text": self.text,
+            "valid_until": format_instant(self.valid_until),
+            "recorded_at": format_instant(self.recorded_at),
+            "superseded_by": self.superseded_by,
+            "corrected_by": self.corrected_by,
+            "score": round(self.score, 6),
+            "rank": self.rank,
+            "temporal_fit": round(self.temporal_fit, 6),
+            "text": self.text,
         }
 
     @classmethod
@@ -121,19 +144,28 @@ class SearchTrace:
     plan: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"filter": self.filter, "candidates_after_filter": self.candidates_after_filter,
-                "anchors": self.anchors, "anchor_granularity": self.anchor_granularity,
-                "rejected_examples": list(self.rejected_examples),
-                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "plan": dict(self.plan)}
+        return {
+            "filter": self.filter,
+            "candidates_after_filter": self.candidates_after_filter,
+            "anchors": self.anchors,
+            "anchor_granularity": self.anchor_granularity,
+            "rejected_examples": list(self.rejected_examples),
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+            "plan": dict(self.plan),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchTrace:
         """The inverse of :meth:`to_dict`; keys added in later 1.x versions are ignored."""
-        return cls(filter=dict(data.get("filter") or {}), candidates_after_filter=int(data["candidates_after_filter"]),
-                   anchors=int(data.get("anchors", 0)), anchor_granularity=data.get("anchor_granularity"),
-                   rejected_examples=tuple(data.get("rejected_examples") or ()),
-                   seconds={k: float(v) for k, v in (data.get("seconds") or {}).items()},
-                   plan=dict(data.get("plan") or {}))
+        return cls(
+            filter=dict(data.get("filter") or {}),
+            candidates_after_filter=int(data["candidates_after_filter"]),
+            anchors=int(data.get("anchors", 0)),
+            anchor_granularity=data.get("anchor_granularity"),
+            rejected_examples=tuple(data.get("rejected_examples") or ()),
+            seconds={k: float(v) for k, v in (data.get("seconds") or {}).items()},
+            plan=dict(data.get("plan") or {}),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +181,13 @@ class SearchResult:
     signals: tuple[Signal, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "intent": self.intent.to_dict(),
-                "evidence": [e.to_dict() for e in self.evidence], "trace": self.trace.to_dict(),
-                "signals": [s.to_dict() for s in self.signals]}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "intent": self.intent.to_dict(),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "trace": self.trace.to_dict(),
+            "signals": [s.to_dict() for s in self.signals],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchResult:
@@ -166,11 +202,15 @@ class SearchResult:
         """
         version = str(data.get("schema_version", ""))
         if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-            raise ValueError(f"unsupported schema_version {version!r} (this client reads {SCHEMA_VERSION.split('.')[0]}.x)")
-        return cls(intent=intent_from_dict(data["intent"]),
-                   evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
-                   trace=SearchTrace.from_dict(data["trace"]),
-                   signals=tuple(signal_from_dict(s) for s in data.get("signals") or ()))
+            raise ValueError(
+                f"unsupported schema_version {version!r} (this client reads {SCHEMA_VERSION.split('.')[0]}.x)"
+            )
+        return cls(
+            intent=intent_from_dict(data["intent"]),
+            evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
+            trace=SearchTrace.from_dict(data["trace"]),
+            signals=tuple(signal_from_dict(s) for s in data.get("signals") or ()),
+        )
 
     def to_arrow(self) -> Any:
         """Evidence as a ``pyarrow.Table`` (one row per item; intervals as a list of structs)."""
@@ -191,13 +231,16 @@ def _instant(value: str | None) -> datetime | None:
 def intent_from_dict(data: dict[str, Any]) -> TemporalIntent:
     """A :class:`~diachron.schemas.intent.TemporalIntent` from its ``to_dict`` form (ISO-8601 UTC strings)."""
     granularity = data.get("granularity")
-    return TemporalIntent(core_query=data["core_query"], relation=Relation(data["relation"]),
-                          intervals=tuple(Interval.from_dict(i) for i in data.get("intervals") or ()),
-                          reference_time=parse_instant(data["reference_time"]),
-                          granularity=Granularity(granularity) if granularity else None,
-                          confidence=float(data.get("confidence", 1.0)),
-                          needs_clarification=bool(data.get("needs_clarification", False)),
-                          assumptions=tuple(data.get("assumptions") or ()))
+    return TemporalIntent(
+        core_query=data["core_query"],
+        relation=Relation(data["relation"]),
+        intervals=tuple(Interval.from_dict(i) for i in data.get("intervals") or ()),
+        reference_time=parse_instant(data["reference_time"]),
+        granularity=Granularity(granularity) if granularity else None,
+        confidence=float(data.get("confidence", 1.0)),
+        needs_clarification=bool(data.get("needs_clarification", False)),
+        assumptions=tuple(data.get("assumptions") or ()),
+    )
 
 
 def signal_from_dict(data: dict[str, Any]) -> Signal:
@@ -213,14 +256,22 @@ def signal_from_dict(data: dict[str, Any]) -> Signal:
         return GapSignal(Interval.from_dict(data["interval"]), data.get("reason"))
     if kind == "conflict":
         interval = data.get("interval")
-        return ConflictSignal(kind=ConflictKind(data["kind"]), series_id=data["series_id"],
-                              doc_ids=tuple(data.get("doc_ids") or ()),
-                              interval=Interval.from_dict(interval) if interval else None)
+        return ConflictSignal(
+            kind=ConflictKind(data["kind"]),
+            series_id=data["series_id"],
+            doc_ids=tuple(data.get("doc_ids") or ()),
+            interval=Interval.from_dict(interval) if interval else None,
+        )
     if kind == "clarification":
         candidates = tuple(
-            VersionSpan(doc_id=c["doc_id"], series_id=data["series_id"], version=c.get("version"),
-                        valid=Interval.from_dict(c["interval"]) if c.get("interval") else None,
-                        recorded_at=_instant(c.get("recorded_at")))  # type: ignore[arg-type]
-            for c in data.get("candidates") or ())
+            VersionSpan(
+                doc_id=c["doc_id"],
+                series_id=data["series_id"],
+                version=c.get("version"),
+                valid=Interval.from_dict(c["interval"]) if c.get("interval") else None,
+                recorded_at=_instant(c.get("recorded_at")),
+            )  # type: ignore[arg-type]
+            for c in data.get("candidates") or ()
+        )
         return Clarification(reason=data["reason"], series_id=data["series_id"], candidates=candidates)
     raise ValueError(f"unknown signal type {kind!r}")

@@ -17,8 +17,17 @@ from typing import Any
 
 from diachron.schemas.time import Interval, format_instant
 
-__all__ = ["DERIVED_UNTIL_KEY", "SERIES_INFERRED_KEY", "UNRESOLVED_KEY", "Clarification", "ConflictKind",
-           "ConflictSignal", "GapSignal", "Signal", "VersionSpan"]
+__all__ = [
+    "DERIVED_UNTIL_KEY",
+    "SERIES_INFERRED_KEY",
+    "UNRESOLVED_KEY",
+    "Clarification",
+    "ConflictKind",
+    "ConflictSignal",
+    "GapSignal",
+    "Signal",
+    "VersionSpan",
+]
 
 #: key in ``documents.metadata_json`` marking a ``valid_until`` that ingest derived from its batch (not stated
 #: by the source): retrieval re-derives it from the full lineage.
@@ -60,11 +69,18 @@ class VersionSpan:
     published_at: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"doc_id": self.doc_id, "series_id": self.series_id, "version": self.version,
-                "valid": self.valid.to_dict() if self.valid else None,
-                "recorded_at": format_instant(self.recorded_at), "supersedes": self.supersedes,
-                "relation": self.relation, "superseded_by": self.superseded_by, "corrected_by": self.corrected_by,
-                "published_at": format_instant(self.published_at)}
+        return {
+            "doc_id": self.doc_id,
+            "series_id": self.series_id,
+            "version": self.version,
+            "valid": self.valid.to_dict() if self.valid else None,
+            "recorded_at": format_instant(self.recorded_at),
+            "supersedes": self.supersedes,
+            "relation": self.relation,
+            "superseded_by": self.superseded_by,
+            "corrected_by": self.corrected_by,
+            "published_at": format_instant(self.published_at),
+        }
 
 
 class ConflictKind(StrEnum):
@@ -85,8 +101,13 @@ class ConflictSignal:
     interval: Interval | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "conflict", "kind": self.kind.value, "series_id": self.series_id,
-                "doc_ids": list(self.doc_ids), "interval": self.interval.to_dict() if self.interval else None}
+        return {
+            "type": "conflict",
+            "kind": self.kind.value,
+            "series_id": self.series_id,
+            "doc_ids": list(self.doc_ids),
+            "interval": self.interval.to_dict() if self.interval else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +139,15 @@ class Clarification:
     candidates: tuple[VersionSpan, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "clarification", "reason": self.reason, "series_id": self.series_id,
-                "candidates": [{"doc_id": c.doc_id, "version": c.version,
-                                "interval": c.valid.to_dict() if c.valid else None} for c in self.candidates]}
+        return {
+            "type": "clarification",
+            "reason": self.reason,
+            "series_id": self.series_id,
+            "candidates": [
+                {"doc_id": c.doc_id, "version": c.version, "interval": c.valid.to_dict() if c.valid else None}
+                for c in self.candidates
+            ],
+        }
 
 
 Signal = ConflictSignal | GapSignal | Clarification

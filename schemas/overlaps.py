@@ -29,8 +29,10 @@ __all__ = ["SortedOverlaps", "class_slice", "future_stop", "past_start"]
 def class_slice(sorted_starts: np.ndarray, width: int, qs: int, qe: int) -> tuple[int, int]:
     """``[lo, hi)`` of a length class of ``width`` (its intervals sorted by start) that can overlap
     ``[qs, qe)``: those starting in ``(qs - width, qe)``, of which the ones ending after ``qs`` overlap."""
-    return (int(np.searchsorted(sorted_starts, qs - width, side="right")),
-            int(np.searchsorted(sorted_starts, qe, side="left")))
+    return (
+        int(np.searchsorted(sorted_starts, qs - width, side="right")),
+        int(np.searchsorted(sorted_starts, qe, side="left")),
+    )
 
 
 def past_start(sorted_ends: np.ndarray, qs: int) -> int:
@@ -53,8 +55,14 @@ class SortedOverlaps:
             ``starts``; e.g. the row each interval belongs to, so that no lookup follows a query).
     """
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, open_past: int, open_future: int,
-                 labels: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        open_past: int,
+        open_future: int,
+        labels: np.ndarray | None = None,
+    ) -> None:
         starts = np.asarray(starts, dtype=np.int64)
         ends = np.asarray(ends, dtype=np.int64)
         ids = np.arange(len(starts), dtype=np.int32) if labels is None else np.asarray(labels, dtype=np.int32)
@@ -65,8 +73,8 @@ class SortedOverlaps:
         positive = length > 0
         cls[positive] = np.floor(np.log2(length[positive].astype(np.float64))).astype(np.int64) + 1
         # float log2 may round at exact powers of two: correct so that 2**(k-1) <= length < 2**k
-        cls[positive] += (length[positive] >= (np.int64(1) << np.minimum(cls[positive], 62)))
-        cls[positive] -= (length[positive] < (np.int64(1) << np.maximum(cls[positive] - 1, 0)))
+        cls[positive] += length[positive] >= (np.int64(1) << np.minimum(cls[positive], 62))
+        cls[positive] -= length[positive] < (np.int64(1) << np.maximum(cls[positive] - 1, 0))
         fid, fstart, fend = ids[finite], starts[finite], ends[finite]
         self.classes: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
         for k in np.unique(cls):
@@ -104,8 +112,11 @@ class SortedOverlaps:
         repeats when several of its intervals overlap). Empty when ``qs >= qe``."""
         if qs >= qe:
             return np.empty(0, dtype=np.int32)
-        parts = [self.always, self.past_ids[past_start(self.past_ends, qs):],
-                 self.future_ids[:future_stop(self.future_starts, qe)]]
+        parts = [
+            self.always,
+            self.past_ids[past_start(self.past_ends, qs) :],
+            self.future_ids[: future_stop(self.future_starts, qe)],
+        ]
         for width, st, en, ids in self.classes:
             lo, hi = class_slice(st, width, qs, qe)
             if lo < hi:

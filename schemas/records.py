@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
-
 from diachron.schemas.time import Interval
 
 __all__ = [
@@ -36,16 +35,29 @@ TIMESTAMP = pa.timestamp("us", tz="UTC")
 #: as written, else how a bound was derived (``inferred:next-change``, ``inferred:previous-change``,
 #: ``inferred:timeline``, ``inferred:open``, ``inferred:open-past``, ``inherited:section``,
 #: ``inherited:document``, ``published``); see :mod:`diachron.ingest.annotation.spans`.
-INTERVAL_TYPE = pa.struct([("start", TIMESTAMP), ("end", TIMESTAMP), ("granularity", pa.string()),
-                           ("text", pa.string()), ("kind", pa.string()), ("provenance", pa.string())])
+INTERVAL_TYPE = pa.struct(
+    [
+        ("start", TIMESTAMP),
+        ("end", TIMESTAMP),
+        ("granularity", pa.string()),
+        ("text", pa.string()),
+        ("kind", pa.string()),
+        ("provenance", pa.string()),
+    ]
+)
 
 
 class Vector:
     """Marker type: a fixed-size float32 embedding column (its dimension is given at schema time)."""
 
 
-_SCALARS: dict[Any, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
-                                    datetime: TIMESTAMP}
+_SCALARS: dict[Any, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    float: pa.float64(),
+    bool: pa.bool_(),
+    datetime: TIMESTAMP,
+}
 
 
 @dataclass(slots=True)
@@ -142,8 +154,12 @@ class RunRecord:
     status: str
 
 
-TABLES: dict[str, type] = {"documents": DocumentRecord, "chunks": ChunkRecord, "quarantine": QuarantineRecord,
-                           "runs": RunRecord}
+TABLES: dict[str, type] = {
+    "documents": DocumentRecord,
+    "chunks": ChunkRecord,
+    "quarantine": QuarantineRecord,
+    "runs": RunRecord,
+}
 
 
 def _arrow_type(hint: Any, dim: int | None) -> tuple[pa.DataType, bool]:
@@ -170,9 +186,13 @@ def arrow_schema(record: type, *, dim: int | None = None) -> pa.Schema:
     return pa.schema(fields)
 
 
-def intervals_to_arrow(intervals: list[Interval], texts: list[str | None] | None = None, *,
-                       kinds: list[str | None] | None = None, provenance: list[str | None] | None = None
-                       ) -> list[dict[str, Any]]:
+def intervals_to_arrow(
+    intervals: list[Interval],
+    texts: list[str | None] | None = None,
+    *,
+    kinds: list[str | None] | None = None,
+    provenance: list[str | None] | None = None,
+) -> list[dict[str, Any]]:
     """Intervals as Arrow struct rows ``{start, end, granularity, text, kind, provenance}``.
 
     ``texts``, ``kinds`` and ``provenance`` are parallel to ``intervals`` (default: all ``None``; a null
@@ -180,11 +200,19 @@ def intervals_to_arrow(intervals: list[Interval], texts: list[str | None] | None
     """
     n = len(intervals)
     texts, kinds, provenance = texts or [None] * n, kinds or [None] * n, provenance or [None] * n
-    return [{"start": i.start, "end": i.end, "granularity": i.granularity.value, "text": t, "kind": k,
-             "provenance": p} for i, t, k, p in zip(intervals, texts, kinds, provenance, strict=True)]
+    return [
+        {
+            "start": i.start,
+            "end": i.end,
+            "granularity": i.granularity.value,
+            "text": t,
+            "kind": k,
+            "provenance": p,
+        }
+        for i, t, k, p in zip(intervals, texts, kinds, provenance, strict=True)
+    ]
 
 
 def intervals_from_arrow(rows: list[dict[str, Any]] | None) -> list[Interval]:
     """Inverse of :func:`intervals_to_arrow` (surface text, kind and provenance are dropped)."""
     return [Interval(r["start"], r["end"], r["granularity"]) for r in rows or []]
-

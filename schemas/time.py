@@ -129,7 +129,9 @@ def _step(start: datetime, granularity: Granularity) -> datetime:
     return add_months(start, months[g])
 
 
-def period(value: datetime | date, granularity: Granularity | str, *, tz: tzinfo | str | None = None) -> Interval:
+def period(
+    value: datetime | date, granularity: Granularity | str, *, tz: tzinfo | str | None = None
+) -> Interval:
     """The whole period of ``granularity`` that contains ``value``, as a UTC interval.
 
     ``period(date(2016, 3, 5), "month")`` is ``[2016-03-01, 2016-04-01)``. The period is computed in
@@ -200,8 +202,11 @@ class Interval:
 
     def bounded(self, lower: datetime | None, upper: datetime | None) -> Interval:
         """Replace open sides by ``lower``/``upper`` (e.g. the index's time extent)."""
-        return Interval(self.start if self.start is not None else lower, self.end if self.end is not None else upper,
-                        self.granularity)
+        return Interval(
+            self.start if self.start is not None else lower,
+            self.end if self.end is not None else upper,
+            self.granularity,
+        )
 
     @property
     def is_open(self) -> bool:
@@ -231,8 +236,11 @@ class Interval:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"start": "…Z"|None, "end": "…Z"|None, "granularity": str}`` (the JSON form)."""
-        return {"start": format_instant(self.start), "end": format_instant(self.end),
-                "granularity": self.granularity.value}
+        return {
+            "start": format_instant(self.start),
+            "end": format_instant(self.end),
+            "granularity": self.granularity.value,
+        }
 
     def __str__(self) -> str:
         return f"[{format_instant(self.start) or '-inf'}, {format_instant(self.end) or '+inf'})"

@@ -31,10 +31,34 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ANN_FILE", "CENTROIDS_FILE", "CLASSED_END_FILE", "CLASSED_ROW_FILE", "CLASSED_SEGMENTS_FILE",
-           "CLASSED_START_FILE", "CLASSED_CODES_FILE", "INT8_SCALE_FILE", "VECTORS_INT8_FILE", "int8_scale", "quantize", "GROUP_ALWAYS", "GROUP_FUTURE", "GROUP_PAST", "OPEN_FUTURE",
-           "OPEN_PAST", "MEMBERS_FILE", "DIR_SUFFIX", "index_dir", "FORMAT", "MANIFEST", "NODES_FILE", "NODE_STATS", "ORDER_FILE",
-           "VECTORS_FILE", "tree_nodes"]
+__all__ = [
+    "ANN_FILE",
+    "CENTROIDS_FILE",
+    "CLASSED_END_FILE",
+    "CLASSED_ROW_FILE",
+    "CLASSED_SEGMENTS_FILE",
+    "CLASSED_START_FILE",
+    "CLASSED_CODES_FILE",
+    "INT8_SCALE_FILE",
+    "VECTORS_INT8_FILE",
+    "int8_scale",
+    "quantize",
+    "GROUP_ALWAYS",
+    "GROUP_FUTURE",
+    "GROUP_PAST",
+    "OPEN_FUTURE",
+    "OPEN_PAST",
+    "MEMBERS_FILE",
+    "DIR_SUFFIX",
+    "index_dir",
+    "FORMAT",
+    "MANIFEST",
+    "NODES_FILE",
+    "NODE_STATS",
+    "ORDER_FILE",
+    "VECTORS_FILE",
+    "tree_nodes",
+]
 
 FORMAT = "diachron-time-index/4"
 DIR_SUFFIX = ".time_index"
@@ -59,12 +83,12 @@ GROUP_PAST, GROUP_FUTURE, GROUP_ALWAYS = 0, -1, -2
 
 #: per-node statistics over the node's rows: a node is *inside* a filter when every row passes it
 NODE_STATS = (
-    "max_first_start",   # max over rows of the start of the row's earliest interval
-    "min_first_end",     # min over rows of the end of that interval
-    "all_known",         # 1 when every row has event time
-    "max_recorded",      # max recorded_at (transaction time)
-    "max_valid_from",    # max valid_from (open past = -2**61)
-    "min_valid_until",   # min valid_until (open future = 2**61)
+    "max_first_start",  # max over rows of the start of the row's earliest interval
+    "min_first_end",  # min over rows of the end of that interval
+    "all_known",  # 1 when every row has event time
+    "max_recorded",  # max recorded_at (transaction time)
+    "max_valid_from",  # max valid_from (open past = -2**61)
+    "min_valid_until",  # min valid_until (open future = 2**61)
 )
 
 

@@ -47,7 +47,8 @@ _PATTERN = re.compile(
     rf"|(?P<n2>{_NUMBER})\s+(?P<unit2>{_UNIT})s?\s+(?:(?P<after>after)|(?P<before>before))(?=\s*(?:[,.;:)]|$))"
     rf"|the\s+(?P<which>following|next|subsequent|previous|preceding|prior|same)\s+(?P<unit3>{_UNIT})"
     rf"|(?P<that>(?:later|earlier)\s+(?:that|the\s+same)|that\s+same|that)\s+(?P<unit4>day|month|year|season))\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 #: a date opening a parenthesis ("Elsbeth ( 1898-1984 )"): it identifies someone, the narrative does not move
@@ -79,7 +80,9 @@ def find_anaphoric(text: str) -> list[AnaphoricTime]:
     return out
 
 
-def resolve_anaphoric(expr: AnaphoricTime, anchor: Interval | None, *, timezone: str = "UTC") -> Interval | None:
+def resolve_anaphoric(
+    expr: AnaphoricTime, anchor: Interval | None, *, timezone: str = "UTC"
+) -> Interval | None:
     """The interval ``expr`` names, counted from ``anchor`` (half-open UTC), or ``None`` when the anchor is
     missing, open, or coarser than the expression's unit.
 
@@ -117,7 +120,9 @@ class NarrativeClock:
 
     def __init__(self, reference: datetime | None, *, timezone: str = "UTC") -> None:
         self.timezone = timezone
-        self.anchor: Interval | None = None if reference is None else period(to_utc(reference), G.DAY, tz=timezone)
+        self.anchor: Interval | None = (
+            None if reference is None else period(to_utc(reference), G.DAY, tz=timezone)
+        )
 
     def read(self, text: str, mentions: list[TimeMention]) -> list[TimeMention]:
         """``mentions`` (of ``text``, in text order) with its anaphoric expressions added, in text order; a
@@ -129,7 +134,9 @@ class NarrativeClock:
             return m.span[0] < a.span[1] and a.span[0] < m.span[1]
 
         shadowed = {a.span: [m for m in mentions if overlaps(m, a)] for a in found}
-        items: list[TimeMention | AnaphoricTime] = [m for m in mentions if not any(overlaps(m, a) for a in found)]
+        items: list[TimeMention | AnaphoricTime] = [
+            m for m in mentions if not any(overlaps(m, a) for a in found)
+        ]
         out: list[TimeMention] = []
         for item in sorted([*items, *found], key=lambda x: x.span[0]):
             if isinstance(item, TimeMention):
@@ -146,6 +153,9 @@ class NarrativeClock:
     def _take(self, text: str, mention: TimeMention, out: list[TimeMention]) -> None:
         """Keep ``mention``; it becomes the anchor when bounded and not opening a parenthesis."""
         out.append(mention)
-        if mention.interval.start is not None and mention.interval.end is not None and \
-                not _PARENTHESIZED.search(text, max(0, mention.span[0] - 8), mention.span[0]):
+        if (
+            mention.interval.start is not None
+            and mention.interval.end is not None
+            and not _PARENTHESIZED.search(text, max(0, mention.span[0] - 8), mention.span[0])
+        ):
             self.anchor = mention.interval

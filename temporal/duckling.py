@@ -121,8 +121,9 @@ def _interval(value: dict[str, Any], zone: ZoneInfo) -> tuple[Interval, str] | N
     return Interval(start, end, _GRAINS[grain][0]), grain
 
 
-def duckling_parse(text: str, *, reference: datetime, timezone: str = "UTC",
-                   latent: bool = False) -> list[DucklingMatch]:
+def duckling_parse(
+    text: str, *, reference: datetime, timezone: str = "UTC", latent: bool = False
+) -> list[DucklingMatch]:
     """Every time expression Duckling reads in ``text`` against the clock ``reference``.
 
     Args:
@@ -157,7 +158,15 @@ def duckling_parse(text: str, *, reference: datetime, timezone: str = "UTC",
         if converted is None:
             continue
         interval, grain = converted
-        out.append(DucklingMatch((item["start"], item["end"]), item["body"], interval, grain,
-                                 bool(item.get("latent")), item["value"].get("type") == "interval",
-                                 item["value"].get("holidayBeta")))
+        out.append(
+            DucklingMatch(
+                (item["start"], item["end"]),
+                item["body"],
+                interval,
+                grain,
+                bool(item.get("latent")),
+                item["value"].get("type") == "interval",
+                item["value"].get("holidayBeta"),
+            )
+        )
     return out

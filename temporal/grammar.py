@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from diachron.schemas.time import Granularity, Interval, to_utc
+from diachron.schemas.time import Interval, to_utc
 from diachron.temporal._patterns import FOLD
 from diachron.temporal.duckling import DucklingMatch, duckling_parse
 from diachron.temporal.resolve import Tense, apply_relation, tense_at
@@ -37,27 +37,57 @@ _CLOCK_CUE = re.compile(
     r"mid\s?day|morning|afternoon|evening|night|tonight|lunch|school|week-?end|wkend|dawn|dusk)|\b(?:hours?|"
     r"minutes?|mins?|seconds?|secs?|days?|weeks?|now|asap|half|quarter|past|ago|hence|tomorrow|today)\b|"
     r"as soon as possible|@|\d['\"]|\bat\s+(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
-    r"twelve)\b|\b(?:gmt|utc|cet|cest|ist|est|edt|pst|pdt|cst|cdt|mst|mdt|bst|jst|aest|hst|akst)\b", _I)
-_BARE = re.compile(r"(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)?|first|second|third|fourth|fifth|sixth|seventh|eighth|"
-                   r"ninth|tenth|last|year|week|month|day|weekend|quarter)", _I)
+    r"twelve)\b|\b(?:gmt|utc|cet|cest|ist|est|edt|pst|pdt|cst|cdt|mst|mdt|bst|jst|aest|hst|akst)\b",
+    _I,
+)
+_BARE = re.compile(
+    r"(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)?|first|second|third|fourth|fifth|sixth|seventh|eighth|"
+    r"ninth|tenth|last|year|week|month|day|weekend|quarter)",
+    _I,
+)
 _BY_END = re.compile(r"by\s+(?:the\s+)?(?:eo[mdy]|end\s+of)\b", _I)
 _NUMERIC_ONLY = re.compile(r"[\d\s:./-]*[ap]?\.?", _I)
 _LEADING_RELATION = re.compile(
     r"(?P<word>sometimes\s+before|sometime\s+before|no\s+later\s+than|prior\s+to|earlier\s+than|later\s+than|"
     r"up\s+until|up\s+to|before|until|untill|till|through|thru|by|after|since|from|starting(?:\s+(?:in|from|on))?|"
-    r"beginning(?:\s+(?:in|on))?|as\s+of)\s+", _I)
+    r"beginning(?:\s+(?:in|on))?|as\s+of)\s+",
+    _I,
+)
 _PREPOSITION = re.compile(r"(?:on|during|at|@|for)\s+(?=\S)|in\s+(?=(?:the\s+)?(?:\d{4}|[A-Z][a-z]+)\b)", _I)
-_CLOCK_RANGE_WORD = re.compile(r"\d\s*(?:[ap]\.?\s?m\.?|h\d*|:\d\d)?\s*(?:-|–|to|till|until|untill|thru|through)\s*\d|"
-                               r"\bbetween\b.+\band\b", _I)
-_RANGE_WORD = re.compile(r"(?:\s|\d|\w\.?)(?:-|–|—)(?:\s|\d|\w)|\s(?:to|till|until|untill|thru|through)\s|"
-                         r"\bbetween\b.+\band\b", _I)
-_DEICTIC = re.compile(r"\b(?:next|last|this|coming|upcoming|past|previous|ago|hence|from\s+now|tomorrow|yesterday|"
-                      r"today|tonight|after\s+next|before\s+last|current|now|closest|in\s+(?:\d+|a|an|one|two|"
-                      r"three|four|five|six|seven|eight|nine|ten|a\s+couple))\b", _I)
-_WEEKDAY_ONLY = re.compile(r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?", _I)
+_CLOCK_RANGE_WORD = re.compile(
+    r"\d\s*(?:[ap]\.?\s?m\.?|h\d*|:\d\d)?\s*(?:-|–|to|till|until|untill|thru|through)\s*\d|"
+    r"\bbetween\b.+\band\b",
+    _I,
+)
+_RANGE_WORD = re.compile(
+    r"(?:\s|\d|\w\.?)(?:-|–|—)(?:\s|\d|\w)|\s(?:to|till|until|untill|thru|through)\s|"
+    r"\bbetween\b.+\band\b",
+    _I,
+)
+_DEICTIC = re.compile(
+    r"\b(?:next|last|this|coming|upcoming|past|previous|ago|hence|from\s+now|tomorrow|yesterday|"
+    r"today|tonight|after\s+next|before\s+last|current|now|closest|in\s+(?:\d+|a|an|one|two|"
+    r"three|four|five|six|seven|eight|nine|ten|a\s+couple))\b",
+    _I,
+)
+_WEEKDAY_ONLY = re.compile(
+    r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?", _I
+)
 _YEAR_WORD = re.compile(r"(?<![\d$.,])(1[0-9]\d\d|20\d\d|21\d\d)(?![\d%])")
-_FORWARD_WORDS = {"until", "till", "untill", "by", "before", "from", "starting", "through", "thru", "up to",
-                  "up until", "no later than"}
+_FORWARD_WORDS = {
+    "until",
+    "till",
+    "untill",
+    "by",
+    "before",
+    "from",
+    "starting",
+    "through",
+    "thru",
+    "up to",
+    "up until",
+    "no later than",
+}
 
 
 @dataclass(frozen=True)
@@ -76,10 +106,16 @@ def _kept(m: DucklingMatch, text: str) -> bool:
     whole = text.strip(" \t\n.,;:!?").lower() == body.strip(" .,;:!?").lower()
     if m.latent:
         return whole and not _NUMERIC_ONLY.fullmatch(body)
-    if body.lower() == "now" and re.match(r"\s+that\b", text[m.span[1]:m.span[1] + 8], _I):  # "now that ..."
+    if body.lower() == "now" and re.match(
+        r"\s+that\b", text[m.span[1] : m.span[1] + 8], _I
+    ):  # "now that ..."
         return False
-    if m.grain in ("second", "minute", "hour") and not _CLOCK_CUE.search(body) and not _BY_END.match(body) \
-            and not (m.is_interval and re.match(r"by\s", body, _I)):  # "by March 31": [now, 31 March)
+    if (
+        m.grain in ("second", "minute", "hour")
+        and not _CLOCK_CUE.search(body)
+        and not _BY_END.match(body)
+        and not (m.is_interval and re.match(r"by\s", body, _I))
+    ):  # "by March 31": [now, 31 March)
         return False
     if _BARE.fullmatch(re.sub(r"^(?:on|in|at|during|for|of|by)\s+", "", body, flags=_I)) and not whole:
         return False
@@ -89,8 +125,10 @@ def _kept(m: DucklingMatch, text: str) -> bool:
 def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | None:
     for lead in ("", "in "):  # Duckling reads "May 2002" only after a word ("after May 2002", "in May 2002")
         found = duckling_parse(lead + body, reference=reference, timezone=timezone, latent=True)
-        whole = sorted((m for m in found if m.span[1] == len(lead) + len(body) and m.span[0] in (0, len(lead))),
-                       key=lambda m: m.latent)
+        whole = sorted(
+            (m for m in found if m.span[1] == len(lead) + len(body) and m.span[0] in (0, len(lead))),
+            key=lambda m: m.latent,
+        )
         if whole:
             return whole[0]
     return None
@@ -98,29 +136,45 @@ def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | N
 
 def _exclusive_clock_end(m: DucklingMatch) -> Interval:
     iv = m.interval
-    if not (m.is_interval and iv.end is not None and m.grain in ("hour", "minute", "second")
-            and _CLOCK_RANGE_WORD.search(m.text)):
+    if not (
+        m.is_interval
+        and iv.end is not None
+        and m.grain in ("hour", "minute", "second")
+        and _CLOCK_RANGE_WORD.search(m.text)
+    ):
         return iv
-    step = {"hour": timedelta(hours=1), "minute": timedelta(minutes=1), "second": timedelta(seconds=1)}[m.grain]
+    step = {"hour": timedelta(hours=1), "minute": timedelta(minutes=1), "second": timedelta(seconds=1)}[
+        m.grain
+    ]
     end = iv.end - step
     return Interval(iv.start, end, iv.granularity) if iv.start is None or iv.start < end else iv
 
 
-_YEARLY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?![a-z])|\b(?:spring|summer|"
-                     r"autumn|fall|winter)\b", _I)  # what a written year can complete (not a weekday, not "the 1st")
+_YEARLY = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?![a-z])|\b(?:spring|summer|"
+    r"autumn|fall|winter)\b",
+    _I,
+)  # what a written year can complete (not a weekday, not "the 1st")
 
 
 def _year_context(text: str, start: int) -> int | None:
-    left = text[max(0, start - 100):start]
+    left = text[max(0, start - 100) : start]
     cut = list(re.finditer(r"[.;!?]\s|\n", left))
     if cut:
-        left = left[cut[-1].end():]
+        left = left[cut[-1].end() :]
     years = _YEAR_WORD.findall(left)
     return int(years[-1]) if years else None
 
 
-def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], reference: datetime,
-              timezone: str, tense: Tense | None) -> Interval:
+def _redirect(
+    m: DucklingMatch,
+    body: str,
+    text: str,
+    span: tuple[int, int],
+    reference: datetime,
+    timezone: str,
+    tense: Tense | None,
+) -> Interval:
     """Year-less readings: a year written before it in the sentence, else the tense's direction (read
     from the text when ``tense`` is None)."""
     iv = m.interval
@@ -131,7 +185,11 @@ def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], ref
     if year is not None and not _YEAR_WORD.search(body) and (m.holiday or _YEARLY.search(body)):
         jan1 = to_utc(datetime(year, 1, 1), tz=zone)
         again = _reparse(body, jan1, timezone)
-        if again is not None and again.interval.start is not None and again.interval.start.astimezone(zone).year == year:
+        if (
+            again is not None
+            and again.interval.start is not None
+            and again.interval.start.astimezone(zone).year == year
+        ):
             return again.interval
     if iv.start is not None and iv.start > reference and (tense or tense_at(text, span)) == "past":
         back = timedelta(days=7) if _WEEKDAY_ONLY.fullmatch(body) else timedelta(days=365)
@@ -141,7 +199,9 @@ def _redirect(m: DucklingMatch, body: str, text: str, span: tuple[int, int], ref
     return iv
 
 
-def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone: str) -> GrammarMention | None:
+def _one(
+    m: DucklingMatch, text: str, offset: int, reference: datetime, timezone: str
+) -> GrammarMention | None:
     start, end = m.span
     body = m.text.rstrip(",;: ")  # "announced Friday, …": Duckling keeps the comma
     end -= len(m.text) - len(body)
@@ -152,7 +212,7 @@ def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone
         lead = None
     anchor: DucklingMatch | None = None
     if lead:
-        anchor = _reparse(body[lead.end():], reference, timezone)
+        anchor = _reparse(body[lead.end() :], reference, timezone)
         if anchor is None and not m.interval.is_open:  # "by EOM": only the whole phrase reads
             lead = None
         elif anchor is None:
@@ -164,13 +224,20 @@ def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone
         relation = " ".join(lead["word"].lower().split()).replace("untill", "until")
         duckling_reading = m.interval
         start += lead.end()
-        body = body[lead.end():]
-        m = DucklingMatch((start, end), body, anchor_iv, anchor.grain if anchor else m.grain, False,
-                          anchor.is_interval if anchor else False, m.holiday)
+        body = body[lead.end() :]
+        m = DucklingMatch(
+            (start, end),
+            body,
+            anchor_iv,
+            anchor.grain if anchor else m.grain,
+            False,
+            anchor.is_interval if anchor else False,
+            m.holiday,
+        )
     prep = _PREPOSITION.match(body)
     if prep and relation is None:
         start += prep.end()
-        body = body[prep.end():]
+        body = body[prep.end() :]
     span = (offset + start, offset + end)
     forward = relation in _FORWARD_WORDS
     interval = _redirect(m, body, text, span, reference, timezone, "future" if forward else None)
@@ -188,17 +255,25 @@ def _one(m: DucklingMatch, text: str, offset: int, reference: datetime, timezone
     return GrammarMention(interval, span, is_range, relation, reading)
 
 
-_UNIT = r"(?!\s*(?:h\b|hrs?|hours?|min|mins|minutes?|sec|secs|seconds?|days?|weeks?|months?|years?|[ap]\.?m\b))"
-_NOISE = re.compile(rf"[$€£¥]\s?\d[\d,.]*(?:\s?(?:million|billion|bn|m|k)\b)?|(?<![\d.:])\d[\d,]*\.\d+(?![\d.:]){_UNIT}\s?%?|"
-                    r"(?<![\d,])\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?\s?(?:%|per\s?cent)")
-_MONTH_CUE = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
-              r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_UNIT = (
+    r"(?!\s*(?:h\b|hrs?|hours?|min|mins|minutes?|sec|secs|seconds?|days?|weeks?|months?|years?|[ap]\.?m\b))"
+)
+_NOISE = re.compile(
+    rf"[$€£¥]\s?\d[\d,.]*(?:\s?(?:million|billion|bn|m|k)\b)?|(?<![\d.:])\d[\d,]*\.\d+(?![\d.:]){_UNIT}\s?%?|"
+    r"(?<![\d,])\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?\s?(?:%|per\s?cent)"
+)
+_MONTH_CUE = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
 # a count of units is a time only as an offset ("in 7 days", "last 2 days", "a week ago", "3 days before
 # Christmas"); "traded on 23 days in the month" is none (Duckling reads nothing there worth keeping)
 _UNITS = r"(?:days?|weeks?|months?|years?|quarters?|decades?|hours?|minutes?|seconds?|seasons?)"
-_COUNT = (r"(?:\d+|a|an|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-\s]?)?(?:one|two|three|four|"
-          r"five|six|seven|eight|nine)|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|"
-          r"fifty|sixty|seventy|eighty|ninety|hundred|dozen|several|few|couple(?:\s+of)?)")
+_COUNT = (
+    r"(?:\d+|a|an|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-\s]?)?(?:one|two|three|four|"
+    r"five|six|seven|eight|nine)|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|"
+    r"fifty|sixty|seventy|eighty|ninety|hundred|dozen|several|few|couple(?:\s+of)?)"
+)
 _OFFSET_LEAD = r"(?:in|within|after|before|next|last|past|previous|coming|upcoming|by|until|till|since)"
 _OFFSET_TAIL = r"(?:ago|hence|from\s+now|before|after|earlier|later|back|since|prior)"
 _TRIGGER = re.compile(
@@ -210,7 +285,9 @@ _TRIGGER = re.compile(
     rf"(?:early|late|mid)[-\s]+(?:in\s+the\s+)?(?:{_MONTH_CUE}|\d{{4}}|morning|afternoon|evening|night|week|month|year)|"
     r"eve|christmas|xmas|easter|thanksgiving|halloween|valentine'?s?|holiday|eid|ramadan|diwali|hanukk?ah|chanukah|"
     rf"passover|purim|rosh|kippur|lent|pentecost|advent|jayanti|navami|pongal|asap|eo[mdy]|{_MONTH_CUE}|"
-    r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?)\b", _I)
+    r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?)\b",
+    _I,
+)
 # searched case-sensitively in the folded text (diachron.temporal._patterns.FOLD, then lower case: every
 # character folds to one that the same literals, \w, \d and \s match), three times faster than IGNORECASE
 # and the same answer; only "May" is case-sensitive, searched apart in the text itself
@@ -220,8 +297,9 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 SHORT_TEXT = 300  # characters: a question or a heading goes to Duckling whole
 
 
-def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
-                     covered: list[tuple[int, int]] | None = None) -> list[GrammarMention]:
+def grammar_mentions(
+    text: str, *, reference: datetime, timezone: str = "UTC", covered: list[tuple[int, int]] | None = None
+) -> list[GrammarMention]:
     """Duckling's readings of ``text`` kept and resolved as described in the module docstring.
 
     Cost: Duckling's chart parser dominates, so money, decimals, percentages and thousands are blanked
@@ -246,7 +324,11 @@ def grammar_mentions(text: str, *, reference: datetime, timezone: str = "UTC",
     for offset, piece in _pieces(blank, covered or []):
         found = duckling_parse(piece, reference=reference, timezone=timezone, latent=False)
         if len(text) <= 40:
-            found += [m for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=True) if m.latent]
+            found += [
+                m
+                for m in duckling_parse(piece, reference=reference, timezone=timezone, latent=True)
+                if m.latent
+            ]
         for m in found:
             if not _kept(m, piece):
                 continue

@@ -22,8 +22,15 @@ from typing import Any, Protocol
 
 from diachron.schemas.errors import TransientError
 
-__all__ = ["Completion", "LLMBackend", "LLMBackendError", "OpenAIHTTPBackend", "RayVLLMBackend", "VLLMEngine",
-           "build_backend"]
+__all__ = [
+    "Completion",
+    "LLMBackend",
+    "LLMBackendError",
+    "OpenAIHTTPBackend",
+    "RayVLLMBackend",
+    "VLLMEngine",
+    "build_backend",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +55,14 @@ class LLMBackend(Protocol):
 
     model_name: str
 
-    def generate(self, conversations: Sequence[Messages], *, schema: dict[str, Any], max_tokens: int,
-                 temperature: float) -> list[Completion]: ...
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        schema: dict[str, Any],
+        max_tokens: int,
+        temperature: float,
+    ) -> list[Completion]: ...
 
 
 class VLLMEngine:
@@ -69,25 +82,50 @@ class VLLMEngine:
         ImportError: vLLM is not installed in this Python.
     """
 
-    def __init__(self, model: str, *, max_model_len: int = 2048, max_num_seqs: int = 16,
-                 gpu_memory_utilization: float = 0.3, dtype: str = "bfloat16", enforce_eager: bool = True,
-                 tensor_parallel_size: int = 1) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_model_len: int = 2048,
+        max_num_seqs: int = 16,
+        gpu_memory_utilization: float = 0.3,
+        dtype: str = "bfloat16",
+        enforce_eager: bool = True,
+        tensor_parallel_size: int = 1,
+    ) -> None:
         from vllm import LLM
 
-        self.llm = LLM(model=model, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-                       gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, enforce_eager=enforce_eager,
-                       tensor_parallel_size=tensor_parallel_size)
+        self.llm = LLM(
+            model=model,
+            max_model_len=max_model_len,
+            max_num_seqs=max_num_seqs,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype=dtype,
+            enforce_eager=enforce_eager,
+            tensor_parallel_size=tensor_parallel_size,
+        )
 
-    def generate(self, conversations: Sequence[Messages], *, schema: dict[str, Any], max_tokens: int,
-                 temperature: float) -> list[Completion]:
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        schema: dict[str, Any],
+        max_tokens: int,
+        temperature: float,
+    ) -> list[Completion]:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        params = SamplingParams(max_tokens=max_tokens, temperature=temperature,
-                                structured_outputs=StructuredOutputsParams(json=schema))
+        params = SamplingParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            structured_outputs=StructuredOutputsParams(json=schema),
+        )
         outputs = self.llm.chat(list(conversations), params, use_tqdm=False)
-        return [Completion(o.outputs[0].text, o.outputs[0].finish_reason, len(o.outputs[0].token_ids))
-                for o in outputs]
+        return [
+            Completion(o.outputs[0].text, o.outputs[0].finish_reason, len(o.outputs[0].token_ids))
+            for o in outputs
+        ]
 
     def shutdown(self) -> None:
         """Stop the engine core and its worker processes (killing the actor alone can orphan them)."""
@@ -110,8 +148,17 @@ class RayVLLMBackend:
         LLMBackendError: the actor died or the batch timed out.
     """
 
-    def __init__(self, model: str, *, num_gpus: float = 0, num_cpus: float = 1, python: str | None = None,
-                 timeout_s: float = 600, model_name: str | None = None, **engine: Any) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        num_gpus: float = 0,
+        num_cpus: float = 1,
+        python: str | None = None,
+        timeout_s: float = 600,
+        model_name: str | None = None,
+        **engine: Any,
+    ) -> None:
         import ray
 
         runtime_env = {"py_executable": python} if python else None
@@ -120,13 +167,20 @@ class RayVLLMBackend:
         self.timeout_s = timeout_s
         self.model_name = model_name or model
 
-    def generate(self, conversations: Sequence[Messages], *, schema: dict[str, Any], max_tokens: int,
-                 temperature: float) -> list[Completion]:
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        schema: dict[str, Any],
+        max_tokens: int,
+        temperature: float,
+    ) -> list[Completion]:
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError
 
-        ref = self.actor.generate.remote(list(conversations), schema=schema, max_tokens=max_tokens,
-                                         temperature=temperature)
+        ref = self.actor.generate.remote(
+            list(conversations), schema=schema, max_tokens=max_tokens, temperature=temperature
+        )
         try:
             return ray.get(ref, timeout=self.timeout_s)
         except (GetTimeoutError, RayActorError) as exc:
@@ -161,8 +215,17 @@ class OpenAIHTTPBackend:
             ``error:<status>``, so only that request is retried and falls back.
     """
 
-    def __init__(self, url: str, model: str, *, timeout_s: float = 120, retries: int = 3, concurrency: int = 8,
-                 api_key: str | None = None, model_name: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        timeout_s: float = 120,
+        retries: int = 3,
+        concurrency: int = 8,
+        api_key: str | None = None,
+        model_name: str | None = None,
+    ) -> None:
         import httpx
 
         base = url.rstrip("/")
@@ -174,10 +237,20 @@ class OpenAIHTTPBackend:
         self.retries = retries
         self.concurrency = concurrency
 
-    def generate(self, conversations: Sequence[Messages], *, schema: dict[str, Any], max_tokens: int,
-                 temperature: float) -> list[Completion]:
-        body = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,
-                "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}}
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        schema: dict[str, Any],
+        max_tokens: int,
+        temperature: float,
+    ) -> list[Completion]:
+        body = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
+        }
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(lambda m: self._one({**body, "messages": m}), conversations))
 
@@ -187,11 +260,16 @@ class OpenAIHTTPBackend:
 
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, httpx.TransportError) or (
-                isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500)
+                isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500
+            )
 
         try:
-            for attempt in Retrying(stop=stop_after_attempt(self.retries), wait=wait_exponential(0.5, max=8),
-                                    retry=retry_if_exception(transient), reraise=True):
+            for attempt in Retrying(
+                stop=stop_after_attempt(self.retries),
+                wait=wait_exponential(0.5, max=8),
+                retry=retry_if_exception(transient),
+                reraise=True,
+            ):
                 with attempt:
                     response = self.client.post("/chat/completions", json=body)
                     response.raise_for_status()
@@ -204,16 +282,25 @@ class OpenAIHTTPBackend:
             raise LLMBackendError(f"LLM server {self.client.base_url} failed: {exc}") from exc
         data = response.json()
         choice = data["choices"][0]
-        return Completion(choice["message"].get("content") or "", choice.get("finish_reason"),
-                          int(data.get("usage", {}).get("completion_tokens", 0)))
+        return Completion(
+            choice["message"].get("content") or "",
+            choice.get("finish_reason"),
+            int(data.get("usage", {}).get("completion_tokens", 0)),
+        )
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self.client.close()
 
 
-_ENGINE_KEYS = {"max_model_len": int, "max_num_seqs": int, "gpu_memory_utilization": float, "dtype": str,
-                "enforce_eager": bool, "tensor_parallel_size": int}
+_ENGINE_KEYS = {
+    "max_model_len": int,
+    "max_num_seqs": int,
+    "gpu_memory_utilization": float,
+    "dtype": str,
+    "enforce_eager": bool,
+    "tensor_parallel_size": int,
+}
 
 
 def build_backend(options: dict[str, Any]) -> LLMBackend:
@@ -235,16 +322,29 @@ def build_backend(options: dict[str, Any]) -> LLMBackend:
     if not model:
         raise ConfigError("the vllm annotator needs a model: pass --model PATH (a Hugging Face directory)")
     http = "url" in opts
-    keys = ({"url": str, "served_model": str, "timeout_s": float, "retries": int, "concurrency": int,
-             "api_key": str} if http else
-            {"num_gpus": float, "num_cpus": float, "python": str, "timeout_s": float, **_ENGINE_KEYS})
+    keys = (
+        {
+            "url": str,
+            "served_model": str,
+            "timeout_s": float,
+            "retries": int,
+            "concurrency": int,
+            "api_key": str,
+        }
+        if http
+        else {"num_gpus": float, "num_cpus": float, "python": str, "timeout_s": float, **_ENGINE_KEYS}
+    )
     if unknown := sorted(set(opts) - set(keys)):
-        raise ConfigError(f"unknown vllm annotator options {unknown} for the {'http' if http else 'ray'} backend")
+        raise ConfigError(
+            f"unknown vllm annotator options {unknown} for the {'http' if http else 'ray'} backend"
+        )
     try:
         kwargs = {k: keys[k](v) for k, v in opts.items()}
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad vllm backend option: {exc}") from exc
     if http:
-        return OpenAIHTTPBackend(kwargs.pop("url"), kwargs.pop("served_model", model), model_name=model, **kwargs)
+        return OpenAIHTTPBackend(
+            kwargs.pop("url"), kwargs.pop("served_model", model), model_name=model, **kwargs
+        )
     kwargs.setdefault("num_cpus", 0)
     return RayVLLMBackend(model, **kwargs)

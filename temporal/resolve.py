@@ -30,22 +30,31 @@ __all__ = ["Tense", "apply_relation", "relation_before", "tense_at"]
 Tense = Literal["past", "future", "none"]
 
 _I = re.IGNORECASE
-_FUTURE = re.compile(r"\b(?:will|would|shall|won't|going\s+to|gonna|is\s+due|are\s+due|due\s+to|plans?\s+to|planned|"
-                     r"scheduled|expected|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
-                     _I)
-_IRREGULAR = ("was|were|had|did|said|told|met|went|came|made|took|gave|held|began|became|left|fell|rose|won|"
-              "lost|sold|bought|paid|saw|ran|got|found|thought|brought|wrote|spoke|broke|chose|drove|grew|knew|"
-              "sent|spent|stood|built|felt|kept|led|meant|struck|fought|hit|shut|quit|sank|swore|threw|wore|"
-              "ago|earlier|last|yesterday|previously|formerly|once")
-_PAST = re.compile(rf"\b(?:{_IRREGULAR}|(?!(?:need|speed|seed|indeed|hundred|red|bed|feed|breed|shed|proceed|"
-                   r"exceed|succeed|planned|scheduled|expected|united|limited|related|based|interested|"
-                   r"concerned|detailed|advanced|supposed|used)\b)[a-z]{2,}ed)\b", _I)
+_FUTURE = re.compile(
+    r"\b(?:will|would|shall|won't|going\s+to|gonna|is\s+due|are\s+due|due\s+to|plans?\s+to|planned|"
+    r"scheduled|expected|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
+    _I,
+)
+_IRREGULAR = (
+    "was|were|had|did|said|told|met|went|came|made|took|gave|held|began|became|left|fell|rose|won|"
+    "lost|sold|bought|paid|saw|ran|got|found|thought|brought|wrote|spoke|broke|chose|drove|grew|knew|"
+    "sent|spent|stood|built|felt|kept|led|meant|struck|fought|hit|shut|quit|sank|swore|threw|wore|"
+    "ago|earlier|last|yesterday|previously|formerly|once"
+)
+_PAST = re.compile(
+    rf"\b(?:{_IRREGULAR}|(?!(?:need|speed|seed|indeed|hundred|red|bed|feed|breed|shed|proceed|"
+    r"exceed|succeed|planned|scheduled|expected|united|limited|related|based|interested|"
+    r"concerned|detailed|advanced|supposed|used)\b)[a-z]{2,}ed)\b",
+    _I,
+)
 _CLAUSE_END = re.compile(r"[.;!?]\s|\n")
 
 _RELATION = re.compile(
     r"\b(?P<word>sometime\s+before|sometimes\s+before|no\s+later\s+than|prior\s+to|earlier\s+than|later\s+than|"
     r"up\s+until|up\s+to|before|until|till|through|thru|by|after|since|from|starting(?:\s+(?:in|from|on))?|"
-    r"beginning(?:\s+(?:in|on))?|as\s+of|between)\s+(?:the\s+)?$", _I)
+    r"beginning(?:\s+(?:in|on))?|as\s+of|between)\s+(?:the\s+)?$",
+    _I,
+)
 _BEFORE = {"before", "prior to", "earlier than", "sometime before", "sometimes before"}
 _UNTIL = {"until", "till", "through", "thru", "up to", "up until", "no later than"}
 _SINCE = {"since", "from", "as of"}
@@ -59,14 +68,14 @@ def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
     side) is read, so the cost does not grow with the text.
     """
     start, end = span
-    left = text[max(0, start - window):start]
+    left = text[max(0, start - window) : start]
     cut = list(_CLAUSE_END.finditer(left))
     if cut:
-        left = left[cut[-1].end():]
-    right = text[end:end + window]
+        left = left[cut[-1].end() :]
+    right = text[end : end + window]
     stop = _CLAUSE_END.search(right)
     if stop:
-        right = right[:stop.start()]
+        right = right[: stop.start()]
     best: tuple[int, Tense] | None = None
     for pattern, tense in ((_FUTURE, "future"), (_PAST, "past")):
         for m in pattern.finditer(left):
@@ -81,14 +90,15 @@ def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
 
 def relation_before(text: str, start: int) -> tuple[str, int] | None:
     """The relation word ending just before ``start`` (lower case, single-spaced) and where it begins."""
-    m = _RELATION.search(text[max(0, start - 40):start])
+    m = _RELATION.search(text[max(0, start - 40) : start])
     if m is None:
         return None
-    return " ".join(m["word"].lower().split()), start - (len(text[max(0, start - 40):start]) - m.start())
+    return " ".join(m["word"].lower().split()), start - (len(text[max(0, start - 40) : start]) - m.start())
 
 
-def apply_relation(word: str | None, interval: Interval, *, reference: datetime | None = None,
-                   tense: Tense = "none") -> Interval:
+def apply_relation(
+    word: str | None, interval: Interval, *, reference: datetime | None = None, tense: Tense = "none"
+) -> Interval:
     """The interval a relation word makes of ``interval`` (table in the module docstring); no word: itself."""
     if word is None or word == "between" or interval.is_open:
         return interval

@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from diachron.temporal import _patterns as P
 from diachron.schemas.time import Granularity, Interval, add_months, to_utc
+from diachron.temporal import _patterns as P
 from diachron.temporal.resolve import apply_relation, relation_before, tense_at
 
 __all__ = ["FiscalCalendar", "TaggerConfig", "TimeMention", "extract_mentions", "names_the_present"]
@@ -65,8 +65,9 @@ class FiscalCalendar:
         found = re.search(rf"\b(?:{'|'.join(P.MONTHS)})\b", raw)
         if not found:
             raise ValueError(f"cannot read a fiscal calendar from {text!r}")
-        named = re.search(r"named\s+(?:after|for|by)\s+.*?\b(ends?|ending|begins?|beginning|starts?|starting)",
-                          raw)
+        named = re.search(
+            r"named\s+(?:after|for|by)\s+.*?\b(ends?|ending|begins?|beginning|starts?|starting)", raw
+        )
         named_by: Literal["end", "start"] = "start" if named and named[1][0] in "bs" else "end"
         return cls(P.month_number(found[0]), named_by)
 
@@ -128,7 +129,9 @@ class TaggerConfig:
     grammar: bool = True
 
     @classmethod
-    def from_options(cls, timezone: str = "UTC", fiscal_calendar: FiscalCalendar | str | None = None) -> TaggerConfig:
+    def from_options(
+        cls, timezone: str = "UTC", fiscal_calendar: FiscalCalendar | str | None = None
+    ) -> TaggerConfig:
         """The configuration of the public entry points' options, checked.
 
         Args:
@@ -143,9 +146,14 @@ class TaggerConfig:
         try:
             ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {timezone!r}: use an IANA name such as 'Europe/Paris'") from exc
-        fiscal = FiscalCalendar.parse(fiscal_calendar) if isinstance(fiscal_calendar, str) else \
-            fiscal_calendar or FiscalCalendar()
+            raise ValueError(
+                f"unknown time zone {timezone!r}: use an IANA name such as 'Europe/Paris'"
+            ) from exc
+        fiscal = (
+            FiscalCalendar.parse(fiscal_calendar)
+            if isinstance(fiscal_calendar, str)
+            else fiscal_calendar or FiscalCalendar()
+        )
         return cls(timezone=timezone, fiscal=fiscal)
 
 
@@ -261,9 +269,9 @@ def _month_range_year(m: re.Match[str], ctx: _Ctx) -> Interval | None:
 
 
 def _month_range_bare(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"(March through May)": the months of the year written just before it in the sentence, else nothing
+    """ "(March through May)": the months of the year written just before it in the sentence, else nothing
     (Duckling's grammar then reads it against the reference)."""
-    left = re.split(r"[.;!?]\s", ctx.text[max(0, m.start() - 100):m.start()])[-1]
+    left = re.split(r"[.;!?]\s", ctx.text[max(0, m.start() - 100) : m.start()])[-1]
     years = re.findall(rf"(?<![\d$.,]){P.YEAR4}(?![\d%])", left)
     first, last = P.month_number(m["m1"]), P.month_number(m["m2"])
     if not years or last < first:
@@ -272,7 +280,7 @@ def _month_range_bare(m: re.Match[str], ctx: _Ctx) -> Interval | None:
 
 
 def _zone_named(words: str | None, ctx: _Ctx) -> ZoneInfo:
-    """"New York " -> America/New_York (a city of the IANA database); the text's zone otherwise."""
+    """ "New York " -> America/New_York (a city of the IANA database); the text's zone otherwise."""
     if words:
         key = "/" + "_".join(words.split())
         for name in _zone_names():
@@ -289,7 +297,7 @@ def _zone_names() -> tuple[str, ...]:
 
 
 def _duration_up_to(m: re.Match[str], ctx: _Ctx) -> Interval:
-    """"the 24 hours up to 2 a.m. New York time on 10 March 2024": ``[T - 24 h, T)``, T read in the named
+    """ "the 24 hours up to 2 a.m. New York time on 10 March 2024": ``[T - 24 h, T)``, T read in the named
     zone (DST-correct: a wall time skipped by the clock change reads with the offset before it)."""
     zone = _zone_named(m["zone"], ctx)
     day = P.ordinal_value(m["day"] or m["day2"])
@@ -298,8 +306,13 @@ def _duration_up_to(m: re.Match[str], ctx: _Ctx) -> Interval:
     end = to_utc(datetime(int(m["year"]), month, day, hour, minute), tz=zone)
     count = P.number_value(m["n"]) if not m["n"].isdigit() else int(m["n"])
     unit = m["unit"].lower()
-    delta = timedelta(hours=count) if unit == "hours" else timedelta(days=count) if unit == "days" else \
-        timedelta(minutes=count)
+    delta = (
+        timedelta(hours=count)
+        if unit == "hours"
+        else timedelta(days=count)
+        if unit == "days"
+        else timedelta(minutes=count)
+    )
     return Interval(end - delta, end, G.HOUR if unit != "days" else G.DAY)
 
 
@@ -341,7 +354,7 @@ _PART_MONTHS = {"early": (1, 4), "mid": (5, 4), "late": (9, 4)}  # year: Jan-Apr
 
 
 def _decade(m: re.Match[str], ctx: _Ctx) -> Interval:
-    """"the 1920s" is the decade; "the early 1980s" its first four years (1980-83), "mid" 1983-86, "late"
+    """ "the 1920s" is the decade; "the early 1980s" its first four years (1980-83), "mid" 1983-86, "late"
     1986-89 (as TimeQA's question grammar reads them)."""
     decade = int(m["decade"])
     if m["part"]:
@@ -351,24 +364,28 @@ def _decade(m: re.Match[str], ctx: _Ctx) -> Interval:
 
 
 def _part_of_year(m: re.Match[str], ctx: _Ctx) -> Interval:
-    """"early 2008" is January-April, "mid-2007" May-August, "late 2008" September-December."""
+    """ "early 2008" is January-April, "mid-2007" May-August, "late 2008" September-December."""
     part = m["part"].lower()
     first, count = _PART_MONTHS["late" if part.startswith("end") else part]
     return ctx.months(int(m["year"]), first, count, G.MONTH)
 
 
 def _century(m: re.Match[str], ctx: _Ctx) -> Interval:
-    """"the 20th century" is ``[1900, 2000)`` (granularity decade, the coarsest there is)."""
+    """ "the 20th century" is ``[1900, 2000)`` (granularity decade, the coarsest there is)."""
     n = P.ordinal_value(m["n"])
     return ctx.months(100 * (n - 1), 1, 1200, G.DECADE) if 1 <= n <= 21 else None  # type: ignore[return-value]
 
 
 def _relative_month_day(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"next February 28": the first such day after the reference day; "last": the latest before it."""
+    """ "next February 28": the first such day after the reference day; "last": the latest before it."""
     if ctx.today is None:
         return None
     month, day, which = P.month_number(m["month"]), P.ordinal_value(m["day"]), m["which"].lower()
-    days = [datetime(y, month, day) for y in range(ctx.today.year - 4, ctx.today.year + 5) if _exists(y, month, day)]
+    days = [
+        datetime(y, month, day)
+        for y in range(ctx.today.year - 4, ctx.today.year + 5)
+        if _exists(y, month, day)
+    ]
     if which == "next":
         picked = [d for d in days if d > ctx.today][:1]
     elif which == "last":
@@ -418,7 +435,7 @@ def _fiscal_year(m: re.Match[str], ctx: _Ctx) -> Interval:
 
 
 def _duration_ended(m: re.Match[str], ctx: _Ctx) -> Found:
-    """"nine months ended September 30, 2016 and 2015": one interval per year, end day included."""
+    """ "nine months ended September 30, 2016 and 2015": one interval per year, end day included."""
     if m["n"]:
         count, weeks = P.number_value(m["n"]), m["unit"].lower() == "weeks"
     else:
@@ -439,7 +456,7 @@ def _duration_ended(m: re.Match[str], ctx: _Ctx) -> Found:
 
 
 def _range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"from A to B", "between A and B", "A–B": the hull, B included at its own granularity."""
+    """ "from A to B", "between A and B", "A–B": the hull, B included at its own granularity."""
     first = _resolve_atom(m["a1"] or m["a2"], ctx)
     last = _resolve_atom(m["b1"] or m["b2"], ctx)
     if first is None or last is None or not first.start < last.end:  # type: ignore[operator]
@@ -455,8 +472,18 @@ def _resolve_atom(text: str, ctx: _Ctx) -> Interval | None:
 
 
 # --- relative expressions (need the reference time) ---------------------------------------------
-_SHIFT = {"this": 0, "current": 0, "present": 0, "last": -1, "past": -1, "previous": -1, "preceding": -1,
-          "next": 1, "coming": 1, "ensuing": 1}
+_SHIFT = {
+    "this": 0,
+    "current": 0,
+    "present": 0,
+    "last": -1,
+    "past": -1,
+    "previous": -1,
+    "preceding": -1,
+    "next": 1,
+    "coming": 1,
+    "ensuing": 1,
+}
 
 
 def _period(today: datetime, unit: str, shift: int, ctx: _Ctx) -> Interval:
@@ -478,9 +505,12 @@ def _period(today: datetime, unit: str, shift: int, ctx: _Ctx) -> Interval:
 
 
 def _present_ref(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"currently", "now": the reference instant itself (TimeML's PRESENT_REF), one second as Duckling's "now"."""
-    return None if ctx.reference is None else Interval(ctx.reference, ctx.reference + timedelta(seconds=1),
-                                                       G.INSTANT)
+    """ "currently", "now": the reference instant itself (TimeML's PRESENT_REF), one second as Duckling's "now"."""
+    return (
+        None
+        if ctx.reference is None
+        else Interval(ctx.reference, ctx.reference + timedelta(seconds=1), G.INSTANT)
+    )
 
 
 def _relative_day(m: re.Match[str], ctx: _Ctx) -> Interval | None:
@@ -499,7 +529,7 @@ def _relative_ago(m: re.Match[str], ctx: _Ctx) -> Interval | None:
 
 
 def _relative_ordinal_day(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"the 1st of last month": the month shift, then the written day replaces the reference day."""
+    """ "the 1st of last month": the month shift, then the written day replaces the reference day."""
     if ctx.today is None:
         return None
     month = add_months(ctx.today.replace(day=1), _SHIFT[m["which"].lower()])
@@ -514,18 +544,20 @@ def _fiscal_relative(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     return ctx.fiscal(fiscal.year(label))
 
 
-_FUTURE_CUE = re.compile(r"\b(?:until|till|by|before|from|starting|through|next|on or before)\s+$", re.IGNORECASE)
+_FUTURE_CUE = re.compile(
+    r"\b(?:until|till|by|before|from|starting|through|next|on or before)\s+$", re.IGNORECASE
+)
 
 
 def _weekday(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"until Monday" / "next Monday": the first such day after the reference day; a bare or "last"
+    """ "until Monday" / "next Monday": the first such day after the reference day; a bare or "last"
     weekday: the latest one before it (news reports past events by weekday)."""
     if ctx.today is None:
         return None
     target = P.WEEKDAYS.index(m["weekday"].lower())
     which = (m["which"] or "").lower()
     future = which.startswith(("next", "this")) and "past" not in which
-    if not which and _FUTURE_CUE.search(ctx.text[max(0, m.start() - 20):m.start()]):
+    if not which and _FUTURE_CUE.search(ctx.text[max(0, m.start() - 20) : m.start()]):
         future = True
     delta = (target - ctx.today.weekday()) % 7 or 7
     if not future:
@@ -551,13 +583,17 @@ def _clock_suffix(text: str) -> str | None:
 def _anchor_day(text: str, ctx: _Ctx) -> datetime | None:
     word = text.strip().lower()
     if word in ("today", "yesterday", "tomorrow"):
-        return None if ctx.today is None else ctx.today + timedelta(days={"today": 0, "yesterday": -1}.get(word, 1))
+        return (
+            None
+            if ctx.today is None
+            else ctx.today + timedelta(days={"today": 0, "yesterday": -1}.get(word, 1))
+        )
     found = P.WORD_DATE_MDY.search(text)
     return datetime(int(found["year"]), P.month_number(found["month"]), P.ordinal_value(found["day"]))
 
 
 def _clock_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """"today from 2PM to 3PM": local clock times on a day; the end time is the exclusive bound."""
+    """ "today from 2PM to 3PM": local clock times on a day; the end time is the exclusive bound."""
     suffix = _clock_suffix(m["t2"])
     anchor = m["day1"] or m["day2"]
     if suffix is None or anchor is None:
@@ -568,7 +604,9 @@ def _clock_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
     start, end = _clock(m["t1"], _clock_suffix(m["t1"]) or suffix), _clock(m["t2"], suffix)
     if start >= end and _clock_suffix(m["t1"]) is None:
         start = _clock(m["t1"], "a")
-    return ctx.span(day.replace(hour=start[0], minute=start[1]), day.replace(hour=end[0], minute=end[1]), G.HOUR)
+    return ctx.span(
+        day.replace(hour=start[0], minute=start[1]), day.replace(hour=end[0], minute=end[1]), G.HOUR
+    )
 
 
 # --- engine -----------------------------------------------------------------------------------------
@@ -585,30 +623,62 @@ class _Candidate:
 
 
 _ATOM_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
-    (P.WORD_DATE_MDY, _word_date, False), (P.WORD_DATE_DMY, _word_date, False), (P.ISO_DATE, _iso_date, False),
-    (P.NUMERIC_DATE, _numeric_date, False), (P.MONTH_YEAR, _month_year, False), (P.QUARTER, _quarter, False),
-    (P.HALF, _half, False), (P.FISCAL_YEAR, _fiscal_year, False), (P.DECADE, _decade, False),
-    (P.PART_OF_YEAR, _part_of_year, False), (P.YEAR, _year, False), (P.YEAR_EARLY, _year, False),
+    (P.WORD_DATE_MDY, _word_date, False),
+    (P.WORD_DATE_DMY, _word_date, False),
+    (P.ISO_DATE, _iso_date, False),
+    (P.NUMERIC_DATE, _numeric_date, False),
+    (P.MONTH_YEAR, _month_year, False),
+    (P.QUARTER, _quarter, False),
+    (P.HALF, _half, False),
+    (P.FISCAL_YEAR, _fiscal_year, False),
+    (P.DECADE, _decade, False),
+    (P.PART_OF_YEAR, _part_of_year, False),
+    (P.YEAR, _year, False),
+    (P.YEAR_EARLY, _year, False),
 ]
 _ALL_RULES: list[tuple[re.Pattern[str], Resolver, bool]] = [
-    (P.DURATION_ENDED, _duration_ended, False), (P.CLOCK_RANGE, _clock_range, True), (P.RANGE, _range, True),
-    (P.MONTH_RANGE_YEAR, _month_range_year, True), (P.MONTH_RANGE_BARE, _month_range_bare, True),
-    (P.DURATION_UP_TO, _duration_up_to, False), (P.DAY_RANGE, _day_range, True),
+    (P.DURATION_ENDED, _duration_ended, False),
+    (P.CLOCK_RANGE, _clock_range, True),
+    (P.RANGE, _range, True),
+    (P.MONTH_RANGE_YEAR, _month_range_year, True),
+    (P.MONTH_RANGE_BARE, _month_range_bare, True),
+    (P.DURATION_UP_TO, _duration_up_to, False),
+    (P.DAY_RANGE, _day_range, True),
     (P.DAY_RANGE_SHARED_YEAR, _day_range_shared_year, True),
-    (P.YEAR_PRESENT, _year, False), (P.YEAR_RANGE, _year_range, True), *_ATOM_RULES, (P.CENTURY, _century, False),
-    (P.FISCAL_RELATIVE, _fiscal_relative, False), (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
+    (P.YEAR_PRESENT, _year, False),
+    (P.YEAR_RANGE, _year_range, True),
+    *_ATOM_RULES,
+    (P.CENTURY, _century, False),
+    (P.FISCAL_RELATIVE, _fiscal_relative, False),
+    (P.RELATIVE_ORDINAL_DAY, _relative_ordinal_day, False),
     (P.RELATIVE_MONTH_DAY, _relative_month_day, False),
-    (P.RELATIVE_AGO, _relative_ago, False), (P.RELATIVE_PERIOD, _relative_period, False),
-    (P.RELATIVE_DAY, _relative_day, False), (P.WEEKDAY, _weekday, False), (P.PRESENT_REF, _present_ref, False),
+    (P.RELATIVE_AGO, _relative_ago, False),
+    (P.RELATIVE_PERIOD, _relative_period, False),
+    (P.RELATIVE_DAY, _relative_day, False),
+    (P.WEEKDAY, _weekday, False),
+    (P.PRESENT_REF, _present_ref, False),
 ]
 # Our generic kinds, which Duckling's grammar reads as well or better: on an equal span its reading wins.
-_GENERIC = {P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR, P.RELATIVE_ORDINAL_DAY, P.RELATIVE_AGO,
-            P.RELATIVE_PERIOD, P.RELATIVE_DAY, P.WEEKDAY, P.PRESENT_REF}
+_GENERIC = {
+    P.WORD_DATE_MDY,
+    P.WORD_DATE_DMY,
+    P.MONTH_YEAR,
+    P.YEAR,
+    P.RELATIVE_ORDINAL_DAY,
+    P.RELATIVE_AGO,
+    P.RELATIVE_PERIOD,
+    P.RELATIVE_DAY,
+    P.WEEKDAY,
+    P.PRESENT_REF,
+}
 
 
 # ranks (in _ALL_RULES) of our generic kinds that do not depend on the reference: Duckling reads them alike
-_ABSOLUTE_RANKS = {i for i, (pattern, _, _) in enumerate(_ALL_RULES)
-                   if pattern in (P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR)}
+_ABSOLUTE_RANKS = {
+    i
+    for i, (pattern, _, _) in enumerate(_ALL_RULES)
+    if pattern in (P.WORD_DATE_MDY, P.WORD_DATE_DMY, P.MONTH_YEAR, P.YEAR)
+}
 
 
 def _gated(text: str) -> Callable[[re.Pattern[str]], bool]:
@@ -629,7 +699,9 @@ def _gated(text: str) -> Callable[[re.Pattern[str]], bool]:
     return can_match
 
 
-def _candidates(text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolver, bool]]) -> list[_Candidate]:
+def _candidates(
+    text: str, ctx: _Ctx, rules: list[tuple[re.Pattern[str], Resolver, bool]]
+) -> list[_Candidate]:
     out: list[_Candidate] = []
     can_match = _gated(text)
     for rank, (pattern, resolver, is_range) in enumerate(rules):
@@ -654,8 +726,12 @@ def _grammar_candidates(text: str, ctx: _Ctx, ours: list[_Candidate]) -> list[_C
     if ctx.reference is None or not ctx.config.grammar:
         return []
     covered = [(c.start, c.end) for c in ours if c.tier == 0 or c.rank in _ABSOLUTE_RANKS]
-    return [_Candidate(g.span[0], g.span[1], [(g.interval, g.span)], g.is_range, 0, 1, g.relation, g.reading)
-            for g in grammar_mentions(text, reference=ctx.reference, timezone=ctx.config.timezone, covered=covered)]
+    return [
+        _Candidate(g.span[0], g.span[1], [(g.interval, g.span)], g.is_range, 0, 1, g.relation, g.reading)
+        for g in grammar_mentions(
+            text, reference=ctx.reference, timezone=ctx.config.timezone, covered=covered
+        )
+    ]
 
 
 def _select(candidates: list[_Candidate]) -> list[_Candidate]:
@@ -680,22 +756,28 @@ def _day_first(text: str, config: TaggerConfig) -> bool:
         if first > 12 >= second or second > 12 >= first:
             votes.append(first > 12)
     if votes:
-        return votes.count(True) > votes.count(False) or (votes.count(True) == votes.count(False) and votes[0])
+        return votes.count(True) > votes.count(False) or (
+            votes.count(True) == votes.count(False) and votes[0]
+        )
     return separators == {"."}
 
 
 # a month name written in lower case before a year ("dec 1981", "from 1975 to march 1981"): questions are typed
 # that way; followed by a year it is a date, never the verb "may" or "march"
-_LOWER_MONTH = re.compile(r"\b(?-i:january|february|march|april|may|june|july|august|september|october|november|"
-                          r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b(?=\.?\s+"
-                          r"(?:[0-3]?\d(?:st|nd|rd|th)?\s?,?\s+)?[12]\d{3}\b)")
+_LOWER_MONTH = re.compile(
+    r"\b(?-i:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b(?=\.?\s+"
+    r"(?:[0-3]?\d(?:st|nd|rd|th)?\s?,?\s+)?[12]\d{3}\b)"
+)
 # Duckling reads a bare plural unit as the current one ("between the years 1975 and 1982", "over the years")
 _BARE_UNITS = re.compile(r"(?:the\s+)?(?:years|months|weeks|days|decades|centuries)", re.I)
 # ... and a holiday in a lower-case word of prose ("money has been lent abroad", "the advent of radio")
 _COMMON_WORDS = re.compile(r"(?-i:lent|advent)")
 
 
-_COUNTED = re.compile(r"\d|year|month|week|day|decade|centur|hour|minute|second|quarter|thousand|hundred", re.I)
+_COUNTED = re.compile(
+    r"\d|year|month|week|day|decade|centur|hour|minute|second|quarter|thousand|hundred", re.I
+)
 _YEAR_WORD = re.compile(r"\b\d{4}\b")
 
 
@@ -703,10 +785,10 @@ def _out_of_table(text: str, cand: _Candidate, reference: datetime | None) -> bo
     """A named day without a number ("Lent", "Easter") that Duckling put two years or more from the
     reference with no year written before it in the sentence: its holiday tables cover a range of years,
     and outside it the nearest table year comes back (Lent in a 1926 text read as 1950)."""
-    words = text[cand.start:cand.end]
+    words = text[cand.start : cand.end]
     if reference is None or _COUNTED.search(words) or not cand.found:
         return False
-    sentence = text[max(text.rfind(".", 0, cand.start), text.rfind("\n", 0, cand.start)) + 1:cand.start]
+    sentence = text[max(text.rfind(".", 0, cand.start), text.rfind("\n", 0, cand.start)) + 1 : cand.start]
     if _YEAR_WORD.search(sentence):
         return False  # "In 2008 the office closed at Christmas": the written year completes it
     start = cand.found[0][0].start
@@ -723,8 +805,9 @@ def _cased_months(text: str) -> str:
     return _LOWER_MONTH.sub(lambda m: m[0].capitalize(), text) if _LOWER_MONTH.search(text) else text
 
 
-def extract_mentions(text: str, *, reference: datetime | None,
-                     config: TaggerConfig = TaggerConfig()) -> list[TimeMention]:
+def extract_mentions(
+    text: str, *, reference: datetime | None, config: TaggerConfig = TaggerConfig()
+) -> list[TimeMention]:
     """Find the time expressions of ``text`` and resolve each to a half-open UTC interval.
 
     Args:
@@ -742,9 +825,15 @@ def extract_mentions(text: str, *, reference: datetime | None,
     ctx = _Ctx(scan, ref, config, _day_first(scan, config))
     mentions: list[TimeMention] = []
     ours = _candidates(scan, ctx, _ALL_RULES)
-    grammar = [c for c in _grammar_candidates(scan, ctx, ours)
-               if not (_BARE_UNITS.fullmatch(text[c.start:c.end]) or _COMMON_WORDS.fullmatch(text[c.start:c.end])
-                       or _out_of_table(text, c, ref))]
+    grammar = [
+        c
+        for c in _grammar_candidates(scan, ctx, ours)
+        if not (
+            _BARE_UNITS.fullmatch(text[c.start : c.end])
+            or _COMMON_WORDS.fullmatch(text[c.start : c.end])
+            or _out_of_table(text, c, ref)
+        )
+    ]
     for cand in _select(ours + grammar):
         for interval, (s, e) in cand.found:
             relation, reading = cand.relation, cand.reading
@@ -753,7 +842,16 @@ def extract_mentions(text: str, *, reference: datetime | None,
                 relation = before[0] if before else None
                 tense = tense_at(text, (s, e)) if relation == "by" else "none"  # only "by" depends on it
                 reading = apply_relation(relation, interval, reference=ref, tense=tense)
-            mentions.append(TimeMention(interval, text[s:e], (s, e), cand.is_range, relation, reading,
-                                        "duckling" if cand.tier == 1 else "rules"))
+            mentions.append(
+                TimeMention(
+                    interval,
+                    text[s:e],
+                    (s, e),
+                    cand.is_range,
+                    relation,
+                    reading,
+                    "duckling" if cand.tier == 1 else "rules",
+                )
+            )
     logger.debug("%d time mentions in %d characters", len(mentions), len(text))
     return mentions

@@ -54,12 +54,17 @@ def assert_accounted(db_uri: str, summary: Any, *, records_in: int) -> dict[str,
     db = lancedb.connect(db_uri)
     documents = _table(db, "documents", ["doc_id", "run_id"])
     chunks = _table(db, "chunks", ["chunk_id", "doc_id", "run_id"])
-    quarantine = _table(db, "quarantine", ["quarantine_id", "run_id", "stage", "record_id", "reason", "payload_json"])
+    quarantine = _table(
+        db, "quarantine", ["quarantine_id", "run_id", "stage", "record_id", "reason", "payload_json"]
+    )
     run = summary.run_id
 
     # ids are unique in every table
-    for name, rows, key in (("documents", documents, "doc_id"), ("chunks", chunks, "chunk_id"),
-                            ("quarantine", quarantine, "quarantine_id")):
+    for name, rows, key in (
+        ("documents", documents, "doc_id"),
+        ("chunks", chunks, "chunk_id"),
+        ("quarantine", quarantine, "quarantine_id"),
+    ):
         dup = [k for k, n in Counter(r[key] for r in rows).items() if n > 1]
         assert not dup, f"{name}: {len(dup)} ids on two rows, e.g. {dup[:3]}"
 
@@ -82,13 +87,21 @@ def assert_accounted(db_uri: str, summary: Any, *, records_in: int) -> dict[str,
     # records in = written + quarantined + unchanged (documents), seen = written + quarantined + unchanged (chunks)
     quarantined_docs = getattr(summary, "documents_quarantined", None)
     if quarantined_docs is None:  # a summary without the field: count the run's record-level rows
-        quarantined_docs = len({r["record_id"] for r in quarantine if r["run_id"] == run and _record_level(r)})
+        quarantined_docs = len(
+            {r["record_id"] for r in quarantine if r["run_id"] == run and _record_level(r)}
+        )
     assert summary.documents_seen == records_in, (summary.documents_seen, records_in)
     assert records_in == summary.documents_written + quarantined_docs + summary.documents_unchanged, (
-        records_in, summary.documents_written, quarantined_docs, summary.documents_unchanged)
+        records_in,
+        summary.documents_written,
+        quarantined_docs,
+        summary.documents_unchanged,
+    )
     added = {r["record_id"] for r in quarantine if r["run_id"] == run and _record_level(r)}
     assert len(added) <= quarantined_docs, (len(added), quarantined_docs)
     if hasattr(summary, "chunks_seen") and summary.chunks_seen:
-        assert summary.chunks_seen == summary.chunks_written + summary.chunks_quarantined + summary.chunks_unchanged, (
-            summary.chunks_seen, summary.chunks_written, summary.chunks_quarantined, summary.chunks_unchanged)
+        assert (
+            summary.chunks_seen
+            == summary.chunks_written + summary.chunks_quarantined + summary.chunks_unchanged
+        ), (summary.chunks_seen, summary.chunks_written, summary.chunks_quarantined, summary.chunks_unchanged)
     return {"documents": documents, "chunks": chunks, "quarantine": quarantine}

@@ -77,8 +77,14 @@ def examples(path: Path) -> Iterator[Example]:
             if exp.get("alt_end"):
                 accepted.add((_instant(exp["start"]), _instant(exp["alt_end"])))
         for i, text in enumerate(group["texts"]):
-            yield Example(f"{group['id']}/{i}", group["category"], text, parse_instant(group["reference_time"]),
-                          zone_of(group["reference_time"]), frozenset(accepted))
+            yield Example(
+                f"{group['id']}/{i}",
+                group["category"],
+                text,
+                parse_instant(group["reference_time"]),
+                zone_of(group["reference_time"]),
+                frozenset(accepted),
+            )
 
 
 def _pair(interval: Interval) -> Pair:
@@ -95,8 +101,9 @@ def run_parser(example: Example) -> Outcome:
 def run_tagger(example: Example) -> Outcome:
     from diachron.temporal.tagger import TaggerConfig, extract_mentions
 
-    mentions = extract_mentions(example.text, reference=example.reference,
-                                config=TaggerConfig(timezone=example.timezone))
+    mentions = extract_mentions(
+        example.text, reference=example.reference, config=TaggerConfig(timezone=example.timezone)
+    )
     return Outcome(example, tuple(_pair(getattr(m, "reading", m.interval)) for m in mentions))
 
 

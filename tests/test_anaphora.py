@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-
 from diachron.ingest.annotation.base import DocumentAnnotation
 from diachron.ingest.annotation.rules import RuleAnnotator
 from diachron.schemas.time import Granularity, Interval
@@ -27,40 +26,60 @@ def _read(text: str, reference: datetime | None = None) -> list[tuple[str, Inter
     return [(m.text, m.interval) for m in clock.read(text, extract_mentions(text, reference=reference))]
 
 
-@pytest.mark.parametrize("phrase, unit, shift", [
-    ("Two years later", "year", 2), ("a month earlier", "month", -1), ("The following season", "season", 1),
-    ("the next day", "day", 1), ("the previous year", "year", -1), ("later that year", "year", 0),
-    ("that same year", "year", 0), ("three weeks afterwards", "week", 3), ("two years before.", "year", -2),
-])
+@pytest.mark.parametrize(
+    "phrase, unit, shift",
+    [
+        ("Two years later", "year", 2),
+        ("a month earlier", "month", -1),
+        ("The following season", "season", 1),
+        ("the next day", "day", 1),
+        ("the previous year", "year", -1),
+        ("later that year", "year", 0),
+        ("that same year", "year", 0),
+        ("three weeks afterwards", "week", 3),
+        ("two years before.", "year", -2),
+    ],
+)
 def test_found(phrase: str, unit: str, shift: int) -> None:
     [a] = find_anaphoric(phrase)
     assert (a.unit, a.shift) == (unit, shift)
 
 
-@pytest.mark.parametrize("text", [
-    "Two years after his death , a statue was built .",     # anchored on an event, not a date
-    "It came a year later than planned .",                  # a comparison
-    "He visits every year .",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Two years after his death , a statue was built .",  # anchored on an event, not a date
+        "It came a year later than planned .",  # a comparison
+        "He visits every year .",
+    ],
+)
 def test_not_anaphoric(text: str) -> None:
     assert find_anaphoric(text) == []
 
 
 def test_two_years_later_counts_from_the_last_year_named() -> None:
     # B.o.B (TimeQA): 2006 + 2 = 2008, a year
-    text = ("In 2006 , B.o.B was discovered by Brian Richardson . Two years later , Jonsin and B.o.B signed a "
-            "joint venture deal , with Atlantic Records .")
-    assert _read(text) == [("2006", Interval(t(2006), t(2007), G.YEAR)),
-                           ("Two years later", Interval(t(2008), t(2009), G.YEAR))]
+    text = (
+        "In 2006 , B.o.B was discovered by Brian Richardson . Two years later , Jonsin and B.o.B signed a "
+        "joint venture deal , with Atlantic Records ."
+    )
+    assert _read(text) == [
+        ("2006", Interval(t(2006), t(2007), G.YEAR)),
+        ("Two years later", Interval(t(2008), t(2009), G.YEAR)),
+    ]
 
 
 def test_chained_and_day_grain() -> None:
     # Dennis Quaid (TimeQA): married 4 July 2004; "the next day" is 5 July; "the following year" then 2005
-    text = ("Quaid married Kimberly Buffington on July 4 , 2004 . The next day they left for Montana . "
-            "The following year they moved to Austin .")
-    assert [i for _, i in _read(text)] == [Interval(t(2004, 7, 4), t(2004, 7, 5), G.DAY),
-                                           Interval(t(2004, 7, 5), t(2004, 7, 6), G.DAY),
-                                           Interval(t(2005), t(2006), G.YEAR)]
+    text = (
+        "Quaid married Kimberly Buffington on July 4 , 2004 . The next day they left for Montana . "
+        "The following year they moved to Austin ."
+    )
+    assert [i for _, i in _read(text)] == [
+        Interval(t(2004, 7, 4), t(2004, 7, 5), G.DAY),
+        Interval(t(2004, 7, 5), t(2004, 7, 6), G.DAY),
+        Interval(t(2005), t(2006), G.YEAR),
+    ]
 
 
 def test_range_anchor_forward_from_its_end_backward_from_its_start() -> None:
@@ -78,24 +97,32 @@ def test_anchor_coarser_than_the_unit_leaves_it_unresolved() -> None:
 
 def test_publication_time_is_the_anchor_before_any_mention() -> None:
     assert _read("The following year the plant will close .", reference=t(2019, 5, 2)) == [
-        ("The following year", Interval(t(2020), t(2021), G.YEAR))]
+        ("The following year", Interval(t(2020), t(2021), G.YEAR))
+    ]
 
 
 def test_rule_annotator_carries_the_anchor_across_chunks() -> None:
     # Alan Baró (TimeQA): the anchor of the second chunk's "the following season" is the first chunk's date
     notes = RuleAnnotator().annotate_chunks(
-        ["On 8 July 2010 , Baró returned to Segunda División , signing a two-year deal at Albacete .",
-         "The following season he joined CD Alcoyano ."], doc=UNDATED)
+        [
+            "On 8 July 2010 , Baró returned to Segunda División , signing a two-year deal at Albacete .",
+            "The following season he joined CD Alcoyano .",
+        ],
+        doc=UNDATED,
+    )
     assert notes[1].intervals == [Interval(t(2011), t(2012), G.YEAR)]
     assert notes[1].texts == ["The following season"]
-    assert notes[1].kinds == ["state_start"]   # "joined": a state from then on
+    assert notes[1].kinds == ["state_start"]  # "joined": a state from then on
 
 
 def test_resolve_keeps_the_time_zone_period() -> None:
     [a] = find_anaphoric("the next day")
-    anchor = Interval(datetime(2004, 7, 4, 4, tzinfo=UTC), datetime(2004, 7, 5, 4, tzinfo=UTC), G.DAY)  # 4 July, New York
+    anchor = Interval(
+        datetime(2004, 7, 4, 4, tzinfo=UTC), datetime(2004, 7, 5, 4, tzinfo=UTC), G.DAY
+    )  # 4 July, New York
     assert resolve_anaphoric(a, anchor, timezone="America/New_York") == Interval(
-        datetime(2004, 7, 5, 4, tzinfo=UTC), datetime(2004, 7, 6, 4, tzinfo=UTC), G.DAY)
+        datetime(2004, 7, 5, 4, tzinfo=UTC), datetime(2004, 7, 6, 4, tzinfo=UTC), G.DAY
+    )
 
 
 def test_a_parenthesized_lifespan_is_no_anchor() -> None:
@@ -115,5 +142,7 @@ def test_a_phrase_that_cannot_resolve_keeps_the_taggers_reading() -> None:
     # the anchor (1995, a year) cannot say which day "the next day" is: the tagger's deictic reading of
     # "next day" against the publication day (3 May 2019) is kept, as before anaphora was read
     got = _read("In 1995 he joined . The next day he played .", reference=t(2019, 5, 2))
-    assert got == [("1995", Interval(t(1995), t(1996), G.YEAR)),
-                   ("next day", Interval(t(2019, 5, 3), t(2019, 5, 4), G.DAY))]
+    assert got == [
+        ("1995", Interval(t(1995), t(1996), G.YEAR)),
+        ("next day", Interval(t(2019, 5, 3), t(2019, 5, 4), G.DAY)),
+    ]

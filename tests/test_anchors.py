@@ -3,8 +3,13 @@
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-
-from diachron.retrieval.anchors import PAPER_MAX_ANCHORS, anchor_granularity, anchors, hypothetical_embedding, phrase
+from diachron.retrieval.anchors import (
+    PAPER_MAX_ANCHORS,
+    anchor_granularity,
+    anchors,
+    hypothetical_embedding,
+    phrase,
+)
 from diachron.schemas.time import Granularity, Interval
 
 
@@ -44,8 +49,19 @@ def test_default_cap_is_12_evenly_spaced_and_keeps_a_year_whole():
     two_years = anchors([Interval(t(2010, 9, 1), t(2012, 9, 1))])
     # 24 months, 12 picks at round(linspace(0, 23, 12)) = 0, 2, 4, 6, 8, 10, 13, 15, 17, 19, 21, 23
     assert [(a[0].year, a[0].month) for a in two_years] == [
-        (2010, 9), (2010, 11), (2011, 1), (2011, 3), (2011, 5), (2011, 7), (2011, 10), (2011, 12), (2012, 2),
-        (2012, 4), (2012, 6), (2012, 8)]
+        (2010, 9),
+        (2010, 11),
+        (2011, 1),
+        (2011, 3),
+        (2011, 5),
+        (2011, 7),
+        (2011, 10),
+        (2011, 12),
+        (2012, 2),
+        (2012, 4),
+        (2012, 6),
+        (2012, 8),
+    ]
     assert len(anchors([Interval(t(2011, 1, 1), t(2012, 1, 1))])) == 12
 
 
@@ -60,5 +76,7 @@ def test_e_hypo_is_the_renormalised_mean():
         assert texts == ["In 2015, q", "In 2016, q"]
         return np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
 
-    vector = hypothetical_embedding(embed, "q", [(t(2015, 1, 1), Granularity.YEAR), (t(2016, 1, 1), Granularity.YEAR)])
-    assert np.allclose(vector, [2 ** -0.5, 2 ** -0.5])
+    vector = hypothetical_embedding(
+        embed, "q", [(t(2015, 1, 1), Granularity.YEAR), (t(2016, 1, 1), Granularity.YEAR)]
+    )
+    assert np.allclose(vector, [2**-0.5, 2**-0.5])

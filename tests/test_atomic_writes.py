@@ -18,7 +18,6 @@ from typing import Any
 
 import lancedb
 import pytest
-
 from diachron.ingest.pipeline import IngestConfig, RunSummary, run_ingest
 
 pytestmark = pytest.mark.integration
@@ -42,8 +41,12 @@ TABLES = ("documents", "chunks", "quarantine", "runs")
 
 
 def _note(n: int) -> dict[str, Any]:
-    return {"doc_id": f"note-{n:02d}", "title": f"Note {n}", "published_at": f"2021-{n % 12 + 1:02d}-15",
-            "text": f"The committee met on {n % 28 + 1} March 2021 to review budget line {n}."}
+    return {
+        "doc_id": f"note-{n:02d}",
+        "title": f"Note {n}",
+        "published_at": f"2021-{n % 12 + 1:02d}-15",
+        "text": f"The committee met on {n % 28 + 1} March 2021 to review budget line {n}.",
+    }
 
 
 def _write(path: Path, records: list[dict[str, Any]], extra: list[str] = ()) -> Path:
@@ -60,22 +63,41 @@ def snapshot(db: Path | str) -> dict[str, list[dict[str, Any]]]:
 
 def content(snap: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """What must not depend on which run wrote it (ids, text, time, vectors rounded)."""
-    docs = sorted((d["doc_id"], d["content_sha256"], d["published_at"], d["abstract"]) for d in snap["documents"])
-    chunks = sorted((c["chunk_id"], c["doc_id"], c["text"], c["event_start"], c["event_end"],
-                     tuple(round(x, 4) for x in c["vector"])) for c in snap["chunks"])
-    quarantine = sorted((q["quarantine_id"], q["stage"], q["record_id"], q["reason"]) for q in snap["quarantine"])
+    docs = sorted(
+        (d["doc_id"], d["content_sha256"], d["published_at"], d["abstract"]) for d in snap["documents"]
+    )
+    chunks = sorted(
+        (
+            c["chunk_id"],
+            c["doc_id"],
+            c["text"],
+            c["event_start"],
+            c["event_end"],
+            tuple(round(x, 4) for x in c["vector"]),
+        )
+        for c in snap["chunks"]
+    )
+    quarantine = sorted(
+        (q["quarantine_id"], q["stage"], q["record_id"], q["reason"]) for q in snap["quarantine"]
+    )
     return {"documents": docs, "chunks": chunks, "quarantine": quarantine}
 
 
-def check_invariants(db: Path | str, summary: RunSummary, *, records_in: int) -> dict[str, list[dict[str, Any]]]:
+def check_invariants(
+    db: Path | str, summary: RunSummary, *, records_in: int
+) -> dict[str, list[dict[str, Any]]]:
     """Ids unique, no orphan chunk, every row of a committed run, one recorded_at per run, accounting (also
     through the shared helper ``tests/accounting.py``)."""
     from tests.accounting import assert_accounted
 
     assert_accounted(str(db), summary, records_in=records_in)
     snap = snapshot(db)
-    for name, key in (("documents", "doc_id"), ("chunks", "chunk_id"), ("quarantine", "quarantine_id"),
-                      ("runs", "run_id")):
+    for name, key in (
+        ("documents", "doc_id"),
+        ("chunks", "chunk_id"),
+        ("quarantine", "quarantine_id"),
+        ("runs", "run_id"),
+    ):
         ids = [r[key] for r in snap[name]]
         assert len(ids) == len(set(ids)), f"duplicate ids in {name}"
     doc_ids = {d["doc_id"] for d in snap["documents"]}
@@ -85,16 +107,24 @@ def check_invariants(db: Path | str, summary: RunSummary, *, records_in: int) ->
         assert {r["run_id"] for r in snap[name]} <= committed, f"{name} rows of an uncommitted run"
     stamp = {d["doc_id"]: (d["run_id"], d["recorded_at"]) for d in snap["documents"]}
     for c in snap["chunks"]:
-        assert (c["run_id"], c["recorded_at"]) == stamp[c["doc_id"]], "chunk and document from different commits"
+        assert (c["run_id"], c["recorded_at"]) == stamp[c["doc_id"]], (
+            "chunk and document from different commits"
+        )
     s = summary
     assert s.documents_seen == s.documents_written + s.documents_quarantined + s.documents_unchanged
     assert s.chunks_seen == s.chunks_written + s.chunks_quarantined + s.chunks_unchanged
     (row,) = [r for r in snap["runs"] if r["run_id"] == s.run_id]
     assert (row["status"], row["documents_seen"], row["documents_written"], row["chunks_written"]) == (
-        "success", s.documents_seen, s.documents_written, s.chunks_written)
+        "success",
+        s.documents_seen,
+        s.documents_written,
+        s.chunks_written,
+    )
     accounting = json.loads(row["config_json"])["accounting"]
     assert (accounting["documents_unchanged"], accounting["chunks_unchanged"]) == (
-        s.documents_unchanged, s.chunks_unchanged)
+        s.documents_unchanged,
+        s.chunks_unchanged,
+    )
     return snap
 
 
@@ -111,8 +141,11 @@ def _env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three notes and one unreadable line (one source quarantine row)."""
-    return _write(tmp_path_factory.mktemp("corpus") / "notes.jsonl", [_note(n) for n in (1, 2, 3)],
-                  ['{"doc_id": "broken", "text": '])
+    return _write(
+        tmp_path_factory.mktemp("corpus") / "notes.jsonl",
+        [_note(n) for n in (1, 2, 3)],
+        ['{"doc_id": "broken", "text": '],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +159,13 @@ def reference(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 
 # what a kill right after each commit leaves: (documents, chunks, quarantine rows, marker status)
-LEFT = {"runs:begin": (0, 0, 0, "committing"), "documents": (3, 0, 0, "committing"),
-        "chunks": (3, 3, 0, "committing"), "quarantine": (3, 3, 1, "committing"), "runs": (3, 3, 1, "success")}
+LEFT = {
+    "runs:begin": (0, 0, 0, "committing"),
+    "documents": (3, 0, 0, "committing"),
+    "chunks": (3, 3, 0, "committing"),
+    "quarantine": (3, 3, 1, "committing"),
+    "runs": (3, 3, 1, "success"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +181,14 @@ def killed(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
     def kill_at(point: str) -> dict[str, Any]:
         db = root / point.replace(":", "_")
-        proc = subprocess.run([sys.executable, "-c", KILL_AT, str(corpus), str(db), point], env=_env(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-c", KILL_AT, str(corpus), str(db), point],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=900,
+        )
         return {"db": db, "returncode": proc.returncode, "stderr": proc.stderr[-2000:]}
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -152,29 +196,36 @@ def killed(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 
 @pytest.mark.parametrize("point", list(LEFT))
-def test_kill_at_each_commit_point_is_repaired_by_the_next_run(point: str, corpus: Path, reference: dict[str, Any],
-                                                               killed: dict[str, dict[str, Any]]) -> None:
+def test_kill_at_each_commit_point_is_repaired_by_the_next_run(
+    point: str, corpus: Path, reference: dict[str, Any], killed: dict[str, dict[str, Any]]
+) -> None:
     db = killed[point]["db"]
     assert killed[point]["returncode"] == -9, killed[point]["stderr"]
     left = snapshot(db)
     (marker,) = left["runs"]
-    assert (len(left["documents"]), len(left["chunks"]), len(left["quarantine"]), marker["status"]) == LEFT[point]
-    assert not _indexed(db) if left["chunks"] else True   # killed before its indexes were built
+    assert (len(left["documents"]), len(left["chunks"]), len(left["quarantine"]), marker["status"]) == LEFT[
+        point
+    ]
+    assert not _indexed(db) if left["chunks"] else True  # killed before its indexes were built
 
     summary = run_ingest([str(corpus)], IngestConfig(db_uri=str(db), num_cpus=2))
     snap = check_invariants(db, summary, records_in=4)
     assert content(snap) == reference["content"]
-    assert _indexed(db) >= {"event_start", "event_end", "doc_id", "recorded_at"}   # ensured on every run
+    assert _indexed(db) >= {"event_start", "event_end", "doc_id", "recorded_at"}  # ensured on every run
     runs = {r["run_id"]: r["status"] for r in snap["runs"]}
-    if point == "runs":   # the killed run had committed: the re-run finds everything unchanged
+    if point == "runs":  # the killed run had committed: the re-run finds everything unchanged
         assert (summary.documents_written, summary.documents_unchanged, summary.chunks_written) == (0, 3, 0)
         assert runs == {marker["run_id"]: "success", summary.run_id: "success"}
-    else:                 # its rows are rewritten by the re-run, with the re-run's run_id and commit time
+    else:  # its rows are rewritten by the re-run, with the re-run's run_id and commit time
         assert (summary.documents_written, summary.chunks_written, summary.documents_unchanged) == (3, 3, 0)
         assert summary.replaced == len(left["documents"]) + len(left["chunks"])
-        assert {d["run_id"] for d in snap["documents"]} == {c["run_id"] for c in snap["chunks"]} == {summary.run_id}
+        assert (
+            {d["run_id"] for d in snap["documents"]}
+            == {c["run_id"] for c in snap["chunks"]}
+            == {summary.run_id}
+        )
         assert runs == {marker["run_id"]: "failed", summary.run_id: "success"}
-        assert summary.quarantined == 1   # the source quarantine row, (re)written once
+        assert summary.quarantined == 1  # the source quarantine row, (re)written once
 
 
 def test_duplicate_ids_quarantine_once_per_content_and_one_outcome_per_record(tmp_path: Path) -> None:
@@ -182,8 +233,14 @@ def test_duplicate_ids_quarantine_once_per_content_and_one_outcome_per_record(tm
     from tests.conftest import shared_path
 
     faults = shared_path() / "cases" / "faults"
-    sources = [str(faults / f) for f in ("10_duplicate_doc_id_in_batch.jsonl", "11_duplicate_quarantine_id.jsonl",
-                                         "12_year9999_dec31_no_dates.jsonl")]
+    sources = [
+        str(faults / f)
+        for f in (
+            "10_duplicate_doc_id_in_batch.jsonl",
+            "11_duplicate_quarantine_id.jsonl",
+            "12_year9999_dec31_no_dates.jsonl",
+        )
+    ]
     db = tmp_path / "db"
     first = run_ingest(sources, IngestConfig(db_uri=str(db), num_cpus=2))
     records = sum(1 for s in sources for line in Path(s).read_bytes().splitlines() if line.strip())
@@ -191,12 +248,20 @@ def test_duplicate_ids_quarantine_once_per_content_and_one_outcome_per_record(tm
     snap = check_invariants(db, first, records_in=records)
     ids = [q["quarantine_id"] for q in snap["quarantine"]]
     assert len(ids) == len(set(ids)) == first.quarantined
-    quarantined_docs = {q["record_id"] for q in snap["quarantine"] if q["stage"] in ("source", "plan", "annotate")
-                        and q["record_id"] in {"y9999", "dup-1", "year-0001"} | {d["doc_id"] for d in snap["documents"]}}
+    quarantined_docs = {
+        q["record_id"]
+        for q in snap["quarantine"]
+        if q["stage"] in ("source", "plan", "annotate")
+        and q["record_id"] in {"y9999", "dup-1", "year-0001"} | {d["doc_id"] for d in snap["documents"]}
+    }
     written = {d["doc_id"] for d in snap["documents"]}
     # one outcome per record: a document quarantined as a whole is never also written
-    doc_level = {q["record_id"] for q in snap["quarantine"] if q["stage"] in ("source", "plan")
-                 or (q["stage"] == "annotate" and q["reason"].startswith("annotation failed"))}
+    doc_level = {
+        q["record_id"]
+        for q in snap["quarantine"]
+        if q["stage"] in ("source", "plan")
+        or (q["stage"] == "annotate" and q["reason"].startswith("annotation failed"))
+    }
     assert not (doc_level & written), quarantined_docs
     # two records with doc_id dup-1 and different text: never two rows with one id (one written per version)
     dup = [d for d in snap["documents"] if d["doc_id"].startswith("dup-1")]
@@ -204,7 +269,11 @@ def test_duplicate_ids_quarantine_once_per_content_and_one_outcome_per_record(tm
 
     again = run_ingest(sources, IngestConfig(db_uri=str(db), num_cpus=2))
     after = check_invariants(db, again, records_in=records)
-    assert (again.documents_written, again.chunks_written, again.quarantined) == (0, 0, 0)  # nothing re-quarantined
+    assert (again.documents_written, again.chunks_written, again.quarantined) == (
+        0,
+        0,
+        0,
+    )  # nothing re-quarantined
     assert len(after["quarantine"]) == len(snap["quarantine"])
     assert again.documents_quarantined == first.documents_quarantined
 
@@ -214,12 +283,22 @@ def test_two_concurrent_overlapping_ingests_are_accounted_right(tmp_path: Path) 
     a = _write(tmp_path / "a.jsonl", [_note(n) for n in range(0, 40)])
     b = _write(tmp_path / "b.jsonl", [_note(n) for n in range(10, 50)])
     db = tmp_path / "db"
-    procs = [subprocess.Popen([sys.executable, "-c", INGEST, str(src), str(db)], env=_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for src in (a, b)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", INGEST, str(src), str(db)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for src in (a, b)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
-    summaries = [RunSummary(**json.loads(next(line for line in o[0].splitlines() if line.startswith("SUMMARY "))[8:]))
-                 for o in outs]
+    summaries = [
+        RunSummary(**json.loads(next(line for line in o[0].splitlines() if line.startswith("SUMMARY "))[8:]))
+        for o in outs
+    ]
     snap = snapshot(db)
     assert sorted(d["doc_id"] for d in snap["documents"]) == [f"note-{n:02d}" for n in range(50)]
     assert len(snap["chunks"]) == len({c["chunk_id"] for c in snap["chunks"]}) == 50
@@ -227,7 +306,7 @@ def test_two_concurrent_overlapping_ingests_are_accounted_right(tmp_path: Path) 
         assert s.documents_seen == 40
         assert s.documents_seen == s.documents_written + s.documents_quarantined + s.documents_unchanged
         assert s.chunks_seen == s.chunks_written + s.chunks_quarantined + s.chunks_unchanged
-    assert sum(s.documents_written for s in summaries) == 50   # the 30 shared ones counted once
+    assert sum(s.documents_written for s in summaries) == 50  # the 30 shared ones counted once
     assert sum(s.chunks_written for s in summaries) == 50
     for s in summaries:
         check_invariants(db, s, records_in=40)

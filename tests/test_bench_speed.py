@@ -5,9 +5,6 @@ from datetime import UTC, datetime
 import lancedb
 import numpy as np
 import pytest
-
-from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
-from bench.speed.generate import WINDOWS, generate, queries
 from diachron.ingest.time_index import build_time_index
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import bounds
@@ -15,6 +12,9 @@ from diachron.retrieval.search import Searcher
 from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_from_arrow
 from diachron.schemas.time import Interval
 from diachron.schemas.time_index import index_dir
+
+from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
+from bench.speed.generate import WINDOWS, generate, queries
 
 K = 10
 
@@ -44,8 +44,9 @@ def test_generator_is_deterministic_and_follows_the_chunks_schema():
     assert all(np.array_equal(x.vector, y.vector) for x, y in zip(queries(2), queries(2), strict=True))
 
 
-def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight: float = 0.0,
-                 context_weight: float = 0.75) -> list[str]:
+def _exact_top_k(
+    rows: list[dict], window: Interval, vector: np.ndarray, weight: float = 0.0, context_weight: float = 0.75
+) -> list[str]:
     """Independent ground truth: Interval.overlaps on each row's intervals, then a full dot product;
     with ``weight``, the top max(3k, 50) by similarity re-ranked by similarity + context_weight x (best
     similarity of the same document in the pool - own) + weight x focus."""
@@ -54,7 +55,7 @@ def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight:
     order = np.argsort(-scores)
     if not weight:
         return [keep[i]["chunk_id"] for i in order[:K]]
-    pool = order[:max(3 * K, 50)]
+    pool = order[: max(3 * K, 50)]
     year = 365.25 * 86_400
 
     def near(i: Interval) -> float:  # a window open on one side: 1 / (1 + years between interval and bound)
@@ -63,16 +64,26 @@ def _exact_top_k(rows: list[dict], window: Interval, vector: np.ndarray, weight:
         if window.start is None:
             gap = 0.0 if i.end is None else max(0.0, (window.end - min(i.end, window.end)).total_seconds())
         else:
-            gap = 0.0 if i.start is None else max(0.0, (max(i.start, window.start) - window.start).total_seconds())
+            gap = (
+                0.0
+                if i.start is None
+                else max(0.0, (max(i.start, window.start) - window.start).total_seconds())
+            )
         return 1.0 / (1.0 + gap / year)
 
-    focus = [np.mean([i.overlaps(window) * near(i) for i in intervals_from_arrow(keep[j]["intervals"])])
-             for j in pool]
+    focus = [
+        np.mean([i.overlaps(window) * near(i) for i in intervals_from_arrow(keep[j]["intervals"])])
+        for j in pool
+    ]
     best: dict[str, float] = {}
     for j in pool:
         best[keep[j]["doc_id"]] = max(best.get(keep[j]["doc_id"], -np.inf), float(scores[j]))
-    ranked = sorted(zip(pool, focus, strict=True), key=lambda p: -(
-        scores[p[0]] + context_weight * (best[keep[p[0]]["doc_id"]] - scores[p[0]]) + weight * p[1]))
+    ranked = sorted(
+        zip(pool, focus, strict=True),
+        key=lambda p: (
+            -(scores[p[0]] + context_weight * (best[keep[p[0]]["doc_id"]] - scores[p[0]]) + weight * p[1])
+        ),
+    )
     return [keep[j]["chunk_id"] for j, _ in ranked[:K]]
 
 
@@ -82,7 +93,9 @@ def tables(tmp_path_factory):
     db = lancedb.connect(str(tmp_path_factory.mktemp("bench") / "db"))
     chunks = db.create_table("chunks", data=table)  # vectors read with take (no time index)
     indexed = db.create_table("chunks_indexed", data=table)  # vectors read from the time index, in time order
-    build_time_index(indexed.to_lance(), index_dir(indexed.to_lance().uri), segment_rows=512, ann_min_rows=1024)
+    build_time_index(
+        indexed.to_lance(), index_dir(indexed.to_lance().uri), segment_rows=512, ann_min_rows=1024
+    )
     return table.to_pylist(), chunks, indexed
 
 
@@ -113,8 +126,10 @@ def test_every_search_path_returns_the_exact_top_10(tables):
         for searcher in (fast, fast_indexed):
             hits = searcher.search(vector, time_filter, k=K)
             assert [h.row["chunk_id"] for h in hits] == truth
-            expected = [float(np.dot(np.asarray(by_id[h.row["chunk_id"]]["vector"], dtype=np.float32), vector))
-                        for h in hits]
+            expected = [
+                float(np.dot(np.asarray(by_id[h.row["chunk_id"]]["vector"], dtype=np.float32), vector))
+                for h in hits
+            ]
             assert np.allclose([h.score for h in hits], expected, atol=1e-5)
         # with re-ranking by temporal focus: the independent re-rank of the same pool
         reranked = fast_indexed.search(vector, time_filter, k=K, temporal_weight=0.1)

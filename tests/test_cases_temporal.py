@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import shared_path
 
 from bench.eval.cases import expected_intervals, observed_intervals
-from conftest import shared_path
 
 KINDS = ("question", "document_text", "document")
 
@@ -34,7 +34,9 @@ def _load() -> list[Any]:
 @pytest.mark.parametrize("case", _load())
 def test_case(case: dict[str, Any] | None) -> None:
     if case is None:
-        pytest.fail(f"temporal cases file not found: {_cases_file()} (set DIACHRON_SHARED to the shared folder)")
+        pytest.fail(
+            f"temporal cases file not found: {_cases_file()} (set DIACHRON_SHARED to the shared folder)"
+        )
     got = observed_intervals(case)
     want = expected_intervals(case)
     if case["expected"]["kind"] == "interval" and case["input"]["kind"] == "document_text":

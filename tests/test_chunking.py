@@ -27,9 +27,9 @@ def test_chunks_respect_the_budget_and_sentence_boundaries(tokenizer):
         n = len(tokenizer.encode(c.text, add_special_tokens=False).ids)
         assert n <= 62 and c.token_count == n
         assert c.text.startswith("Sentence number") and c.text.endswith(".")
-    assert " ".join(c.text for c in chunks) == text          # nothing lost, no overlap
+    assert " ".join(c.text for c in chunks) == text  # nothing lost, no overlap
     assert [c.seq for c in chunks] == list(range(len(chunks)))
-    assert chunker.chunk(text) == chunks                      # deterministic
+    assert chunker.chunk(text) == chunks  # deterministic
 
 
 def test_a_sentence_longer_than_the_budget_is_split_at_tokens(tokenizer):

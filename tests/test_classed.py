@@ -13,18 +13,18 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from bench.speed.generate import EPOCH_US, SPAN_US, generate
 from diachron.ingest.classed_layout import write_classed
 from diachron.ingest.time_index import build_time_index
 from diachron.retrieval.classed import ClassedEntries
 from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.partitioned import GATHER_COST
+from diachron.retrieval.quantized import first_pass_cost, prepare
 from diachron.retrieval.search import Searcher
 from diachron.schemas.records import intervals_from_arrow
 from diachron.schemas.time import Interval
-from diachron.retrieval.partitioned import GATHER_COST
-from diachron.retrieval.quantized import first_pass_cost, prepare
 from diachron.schemas.time_index import OPEN_FUTURE, OPEN_PAST, index_dir, int8_scale, quantize
+
+from bench.speed.generate import EPOCH_US, SPAN_US, generate
 
 K = 10
 DAY = 86_400 * 1_000_000
@@ -76,8 +76,11 @@ def table(tmp_path_factory):
     data, _ = generate(4_000, seed=31, kind="uniform")
     rng = np.random.default_rng(2)
     recorded = pa.array(EPOCH_US + rng.integers(0, SPAN_US, data.num_rows), type=pa.int64()).cast(
-        pa.timestamp("us", tz="UTC"))
-    data = data.set_column(data.schema.get_field_index("recorded_at"), data.schema.field("recorded_at"), recorded)
+        pa.timestamp("us", tz="UTC")
+    )
+    data = data.set_column(
+        data.schema.get_field_index("recorded_at"), data.schema.field("recorded_at"), recorded
+    )
     table = lancedb.connect(str(tmp_path_factory.mktemp("classed") / "db")).create_table("chunks", data=data)
     build_time_index(table.to_lance(), index_dir(table.to_lance().uri), segment_rows=256, ann_min_rows=1024)
     rows = data.to_pylist()
@@ -85,8 +88,15 @@ def table(tmp_path_factory):
 
 
 def _truth(rows, vectors, window, vector, ok=lambda r: True, unknown=False):
-    inside = [i for i, r in enumerate(rows) if ok(r) and (
-        any(iv.overlaps(window) for iv in intervals_from_arrow(r["intervals"])) or (unknown and not r["intervals"]))]
+    inside = [
+        i
+        for i, r in enumerate(rows)
+        if ok(r)
+        and (
+            any(iv.overlaps(window) for iv in intervals_from_arrow(r["intervals"]))
+            or (unknown and not r["intervals"])
+        )
+    ]
     scores = vectors[inside] @ vector
     return [inside[j] for j in np.argsort(-scores, kind="stable")[:K]]
 
@@ -122,9 +132,12 @@ def test_planner_reads_a_narrow_window_from_the_classed_entries_exactly(table):
         tf_asof = TimeFilter(event=(window,), as_of=as_of)
         offsets, _, plan = searcher.top_k_planned(vector, tf_asof, k=K)
         assert plan.layout == "classed"
-        assert _offsets(offsets) == _truth(rows, vectors, window, vector,
-                                           ok=lambda r: int(r["recorded_at"].timestamp() * 1e6) <= cut)
-        offsets, _, plan = searcher.top_k_planned(vector, TimeFilter(event=(window,), admit_unknown=True), k=K)
+        assert _offsets(offsets) == _truth(
+            rows, vectors, window, vector, ok=lambda r: int(r["recorded_at"].timestamp() * 1e6) <= cut
+        )
+        offsets, _, plan = searcher.top_k_planned(
+            vector, TimeFilter(event=(window,), admit_unknown=True), k=K
+        )
         assert plan.layout == "classed"
         assert _offsets(offsets) == _truth(rows, vectors, window, vector, unknown=True)
 

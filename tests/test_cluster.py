@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.stages import StageConfig
 
@@ -61,38 +60,71 @@ def _rows(db: Path) -> dict[str, list[dict[str, Any]]]:
     import lancedb
 
     conn = lancedb.connect(str(db))
-    return {n: sorted(conn.open_table(n).to_arrow().to_pylist(), key=lambda r: r[k])
-            for n, k in (("documents", "doc_id"), ("chunks", "chunk_id"))}
+    return {
+        n: sorted(conn.open_table(n).to_arrow().to_pylist(), key=lambda r: r[k])
+        for n, k in (("documents", "doc_id"), ("chunks", "chunk_id"))
+    }
 
 
 def _notes(path: Path) -> Path:
     """24 minutes of two paragraphs each (two chunks of at most 48 tokens per document)."""
-    months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-              "November", "December"]
-    lines = [json.dumps({"doc_id": f"minutes-{i}", "title": f"Minutes {i}", "published_at": f"{2018 + i // 12}-"
-                         f"{i % 12 + 1:02d}-28", "text": f"The board met on 12 {months[i % 12]} {2018 + i // 12} and "
-                         f"approved budget line {i} after a long debate about the costs of the new building and "
-                         f"the schedule of its works.\n\nA review followed in {months[(i + 3) % 12]} 2020, when the "
-                         f"committee checked item {i} against the plan and asked for a report by the end of the year."})
-             for i in range(24)]
+    months = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ]
+    lines = [
+        json.dumps(
+            {
+                "doc_id": f"minutes-{i}",
+                "title": f"Minutes {i}",
+                "published_at": f"{2018 + i // 12}-{i % 12 + 1:02d}-28",
+                "text": f"The board met on 12 {months[i % 12]} {2018 + i // 12} and "
+                f"approved budget line {i} after a long debate about the costs of the new building and "
+                f"the schedule of its works.\n\nA review followed in {months[(i + 3) % 12]} 2020, when the "
+                f"committee checked item {i} against the plan and asked for a report by the end of the year.",
+            }
+        )
+        for i in range(24)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(cluster: dict[str, str],
-                                                                                tmp_path: Path) -> None:
+def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(
+    cluster: dict[str, str], tmp_path: Path
+) -> None:
     source = _notes(tmp_path / "minutes.jsonl")
     multi = tmp_path / "multi"
-    run = subprocess.run([sys.executable, "-c", DRIVER, str(source), str(multi)], env=cluster, capture_output=True,
-                         text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(source), str(multi)],
+        env=cluster,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     summary = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("SUMMARY "))[8:])
-    assert summary["embed_nodes"] >= 2, summary   # node ids the embed actors saw (Ray runtime context)
+    assert summary["embed_nodes"] >= 2, summary  # node ids the embed actors saw (Ray runtime context)
     job = next(line for line in run.stdout.splitlines() if line.startswith("JOB "))[4:]
-    state = subprocess.run([sys.executable, "-c", EMBED_TASK_NODES, job], env=cluster, capture_output=True, text=True,
-                           timeout=300)
+    state = subprocess.run(
+        [sys.executable, "-c", EMBED_TASK_NODES, job],
+        env=cluster,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert state.returncode == 0, state.stderr[-2000:]
-    assert len(json.loads(state.stdout.strip().splitlines()[-1])) >= 2   # the same from Ray's state API
+    assert len(json.loads(state.stdout.strip().splitlines()[-1])) >= 2  # the same from Ray's state API
     assert (summary["documents_written"], summary["chunks_written"]) == (24, 48)
     for noise in ("progress bars", "deprecated", "token authentication", "precision", "execution finished"):
         assert noise not in run.stderr.lower(), run.stderr[-2000:]
@@ -103,6 +135,10 @@ def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(cl
     skip = {"recorded_at", "run_id", "vector"}
     for name in ("documents", "chunks"):
         assert [{k: v for k, v in r.items() if k not in skip} for r in got[name]] == [
-            {k: v for k, v in r.items() if k not in skip} for r in want[name]]
-    assert np.allclose(np.array([r["vector"] for r in got["chunks"]]), np.array([r["vector"] for r in want["chunks"]]),
-                       atol=1e-5)
+            {k: v for k, v in r.items() if k not in skip} for r in want[name]
+        ]
+    assert np.allclose(
+        np.array([r["vector"] for r in got["chunks"]]),
+        np.array([r["vector"] for r in want["chunks"]]),
+        atol=1e-5,
+    )

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import shared_path
-
 from diachron.ingest.errors import ConfigError
 from diachron.ingest.orchestration import Settings, resolve_settings, source_record
 from diachron.ingest.sources import load_source
@@ -50,8 +48,16 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def test_source_record_round_trips_through_the_jsonl_reader(tmp_path: Path) -> None:
     rows = stock_lines(0, 2) + [
-        {"doc_id": "memo", "text": "Memo.", "published_at": "2021-03-01 09:00", "timezone": "Europe/Berlin",
-         "valid_from": "2021-03-01", "valid_until": "2021-04-01", "series_id": "memos", "version": "2"},
+        {
+            "doc_id": "memo",
+            "text": "Memo.",
+            "published_at": "2021-03-01 09:00",
+            "timezone": "Europe/Berlin",
+            "valid_from": "2021-03-01",
+            "valid_until": "2021-04-01",
+            "series_id": "memos",
+            "version": "2",
+        },
         {"doc_id": "utc", "text": "Note.", "published_at": "2021-03-01T09:00:00Z"},
     ]
     original = list(load_source(str(write_jsonl(tmp_path / "in.jsonl", rows))))
@@ -61,8 +67,12 @@ def test_source_record_round_trips_through_the_jsonl_reader(tmp_path: Path) -> N
 
 
 def test_resolve_settings_prefers_params_then_lookup_and_rejects_missing() -> None:
-    env = {"DIACHRON_SOURCES": "a.jsonl, b/*.jsonl", "DIACHRON_DB_URI": "/env/db", "DIACHRON_STAGING_DIR": "/stage",
-           "DIACHRON_MAX_SHARDS": "3"}
+    env = {
+        "DIACHRON_SOURCES": "a.jsonl, b/*.jsonl",
+        "DIACHRON_DB_URI": "/env/db",
+        "DIACHRON_STAGING_DIR": "/stage",
+        "DIACHRON_MAX_SHARDS": "3",
+    }
     settings = resolve_settings({"db_uri": "/param/db", "sources": None}, env.get)
     assert settings.sources == ["a.jsonl", "b/*.jsonl"]
     assert (settings.db_uri, settings.staging_dir, settings.max_shards) == ("/param/db", "/stage", 3)
@@ -75,9 +85,14 @@ def test_resolve_settings_prefers_params_then_lookup_and_rejects_missing() -> No
 
 
 def test_settings_window_is_half_open_utc() -> None:
-    window = Settings(["x"], "db", "s", valid_from="2002-12-01", valid_until="2003-01-01T00:00:00+01:00").window()
+    window = Settings(
+        ["x"], "db", "s", valid_from="2002-12-01", valid_until="2003-01-01T00:00:00+01:00"
+    ).window()
     assert window is not None
-    assert (window.start, window.end) == (datetime(2002, 12, 1, tzinfo=UTC), datetime(2002, 12, 31, 23, tzinfo=UTC))
+    assert (window.start, window.end) == (
+        datetime(2002, 12, 1, tzinfo=UTC),
+        datetime(2002, 12, 31, 23, tzinfo=UTC),
+    )
 
 
 # --- Airflow fixtures ------------------------------------------------------------------------------------
@@ -87,17 +102,28 @@ def test_settings_window_is_half_open_utc() -> None:
 def dagbag(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """DAGs parsed from ``dags/`` under a fresh AIRFLOW_HOME with a migrated SQLite DB (set before import)."""
     home = tmp_path_factory.mktemp("airflow_home")
-    env = {"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS), "DIACHRON_RETRY_DELAY_SECONDS": "1",
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "DIACHRON_RETRY_DELAY_SECONDS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
         if "airflow.settings" in sys.modules:
-            pytest.fail("airflow was imported before this module could point it at a temporary AIRFLOW_HOME: "
-                        "import airflow only inside the DAG tests")
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True,
-                       env=os.environ.copy(), timeout=300)
+            pytest.fail(
+                "airflow was imported before this module could point it at a temporary AIRFLOW_HOME: "
+                "import airflow only inside the DAG tests"
+            )
+        subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"],
+            check=True,
+            capture_output=True,
+            env=os.environ.copy(),
+            timeout=300,
+        )
         from airflow.dag_processing.dagbag import BundleDagBag
 
         yield BundleDagBag(dag_folder=str(DAGS), bundle_path=DAGS)
@@ -127,13 +153,19 @@ def tables(db_uri: Path) -> dict[str, list[dict[str, Any]]]:
 
     db = lancedb.connect(str(db_uri))
     names = set(getattr(db.list_tables(), "tables", db.list_tables()))
-    return {n: db.open_table(n).to_arrow().drop_columns(["vector"] if n == "chunks" else []).to_pylist()
-            for n in ("documents", "chunks", "runs", "quarantine") if n in names}
+    return {
+        n: db.open_table(n).to_arrow().drop_columns(["vector"] if n == "chunks" else []).to_pylist()
+        for n in ("documents", "chunks", "runs", "quarantine")
+        if n in names
+    }
 
 
 def dag_run_row(rows: dict[str, list[dict[str, Any]]], run_key: str) -> dict[str, Any]:
-    (row,) = [r for r in rows["runs"] if r["run_id"].startswith("dag-")
-              and json.loads(r["config_json"])["run_key"] == run_key]
+    (row,) = [
+        r
+        for r in rows["runs"]
+        if r["run_id"].startswith("dag-") and json.loads(r["config_json"])["run_key"] == run_key
+    ]
     return row
 
 
@@ -176,8 +208,12 @@ def test_dag_files_are_thin() -> None:
         source = (DAGS / name).read_text()
         assert len(source.splitlines()) <= 60
         tree = ast.parse(source)
-        top = {n.module if isinstance(n, ast.ImportFrom) else a.name for n in tree.body
-               if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+        top = {
+            n.module if isinstance(n, ast.ImportFrom) else a.name
+            for n in tree.body
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        }
         assert top <= allowed, (name, top - allowed)
 
 
@@ -189,7 +225,9 @@ def first_nightly(dagbag: Any, local_ray: Any, tmp_path_factory: pytest.TempPath
     """Nightly run 1 on 30 stock summaries, split into 2 shards."""
     tmp = tmp_path_factory.mktemp("nightly")
     corpus = write_jsonl(tmp / "sources" / "stocks.jsonl", stock_lines(0, 30))
-    run = run_dag(dagbag, "nightly_refresh", conf_for(tmp, [str(corpus)], tmp / "db", max_shards=2, shard_docs=15))
+    run = run_dag(
+        dagbag, "nightly_refresh", conf_for(tmp, [str(corpus)], tmp / "db", max_shards=2, shard_docs=15)
+    )
     return {"tmp": tmp, "db": tmp / "db", "run": run, "corpus": corpus, "tables": tables(tmp / "db")}
 
 
@@ -206,13 +244,18 @@ def test_nightly_ingests_a_small_corpus(first_nightly: dict[str, Any]) -> None:
     shard_ids = json.loads(dag_row["config_json"])["shard_run_ids"]
     assert len(shard_ids) == 2
     assert {r["run_id"] for r in rows["runs"]} == {dag_row["run_id"], *shard_ids}
-    assert (dag_row["documents_seen"], dag_row["documents_written"], dag_row["chunks_written"]) == (30, 30, 30)
+    assert (dag_row["documents_seen"], dag_row["documents_written"], dag_row["chunks_written"]) == (
+        30,
+        30,
+        30,
+    )
     assert sorted(r["documents_written"] for r in rows["runs"] if r["run_id"] in shard_ids) == [15, 15]
 
 
 @pytest.mark.integration
-def test_second_nightly_writes_only_the_new_and_the_changed_document(first_nightly: dict[str, Any], dagbag: Any,
-                                                                     tmp_path: Path) -> None:
+def test_second_nightly_writes_only_the_new_and_the_changed_document(
+    first_nightly: dict[str, Any], dagbag: Any, tmp_path: Path
+) -> None:
     db = tmp_path / "db"
     shutil.copytree(first_nightly["db"], db)
     lines = stock_lines(0, 31)
@@ -230,7 +273,10 @@ def test_second_nightly_writes_only_the_new_and_the_changed_document(first_night
     assert len({c["chunk_id"] for c in rows["chunks"]}) == 32
     (version,) = [d for d in rows["documents"] if d["doc_id"] == new_version]
     assert (version["supersedes"], version["relation"], version["series_id"]) == (
-        changed["doc_id"], "supersedes", changed["doc_id"])
+        changed["doc_id"],
+        "supersedes",
+        changed["doc_id"],
+    )
     old = {d["doc_id"]: d for d in before["documents"]}
     for doc in rows["documents"]:  # nothing stored before was rewritten
         if doc["doc_id"] in old:
@@ -241,8 +287,9 @@ def test_second_nightly_writes_only_the_new_and_the_changed_document(first_night
 
 
 @pytest.mark.integration
-def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(first_nightly: dict[str, Any], dagbag: Any,
-                                                                 tmp_path: Path) -> None:
+def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(
+    first_nightly: dict[str, Any], dagbag: Any, tmp_path: Path
+) -> None:
     """Late documents keep their valid time and get a later ``recorded_at``; the shard task crashes once
     after committing its chunks (``fail_first_attempts=1``), is retried, and the tables end without duplicates."""
     db = tmp_path / "db"
@@ -251,8 +298,15 @@ def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(first_nightly:
     assert [r["period_start"] for r in late] == ["2002-12-01", "2002-12-01", "2003-01-01"]
     write_jsonl(tmp_path / "late" / "a.jsonl", late[:2])
     write_jsonl(tmp_path / "late" / "b.jsonl", late[2:])
-    conf = conf_for(tmp_path, [str(tmp_path / "late" / "*.jsonl")], db, valid_from="2002-12-01",
-                    valid_until="2003-01-01", reason="late December 2002 summaries", fail_first_attempts=1)
+    conf = conf_for(
+        tmp_path,
+        [str(tmp_path / "late" / "*.jsonl")],
+        db,
+        valid_from="2002-12-01",
+        valid_until="2003-01-01",
+        reason="late December 2002 summaries",
+        fail_first_attempts=1,
+    )
     run = run_dag(dagbag, "backfill", conf)
     assert run.state == "success"
     assert task_instances(run.run_id, "process_shard") == [("success", 2)]
@@ -263,18 +317,27 @@ def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(first_nightly:
     assert added == {late[0]["doc_id"], late[1]["doc_id"]}  # the January 2003 one is outside the window
     for source in late[:2]:
         (doc,) = [d for d in rows["documents"] if d["doc_id"] == source["doc_id"]]
-        assert (doc["valid_from"], doc["valid_until"]) == (datetime(2002, 12, 1, tzinfo=UTC),
-                                                           datetime(2003, 1, 1, tzinfo=UTC))
+        assert (doc["valid_from"], doc["valid_until"]) == (
+            datetime(2002, 12, 1, tzinfo=UTC),
+            datetime(2003, 1, 1, tzinfo=UTC),
+        )
         assert doc["recorded_at"] > first_recorded
     assert len(rows["documents"]) == 32
     assert len(rows["chunks"]) == len({c["chunk_id"] for c in rows["chunks"]}) == 32
     config = json.loads(dag_run_row(rows, run.run_id)["config_json"])
     assert (config["reason"], config["outside_window"], config["dag_id"]) == (
-        "late December 2002 summaries", 1, "backfill")
+        "late December 2002 summaries",
+        1,
+        "backfill",
+    )
     # attempt 1 committed its 2 documents and 2 chunks, then crashed before its quarantine and final runs
     # rows: its marker says "failed"; attempt 2 rewrote those rows under its own run id and commit time
     (shard_run,) = [r for r in rows["runs"] if r["run_id"] in config["shard_run_ids"]]
-    assert (shard_run["status"], shard_run["documents_written"], shard_run["chunks_written"]) == ("success", 2, 2)
+    assert (shard_run["status"], shard_run["documents_written"], shard_run["chunks_written"]) == (
+        "success",
+        2,
+        2,
+    )
     failed = [r for r in rows["runs"] if r["status"] == "failed"]
     assert len(failed) == 1 and json.loads(failed[0]["config_json"])["_commit"]["pid"] == os.getpid()
     new_docs = [d for d in rows["documents"] if d["doc_id"] in added]
@@ -285,8 +348,9 @@ def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(first_nightly:
 
 
 @pytest.mark.integration
-def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(first_nightly: dict[str, Any], dagbag: Any,
-                                                                       tmp_path: Path) -> None:
+def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(
+    first_nightly: dict[str, Any], dagbag: Any, tmp_path: Path
+) -> None:
     db = tmp_path / "db"
     shutil.copytree(first_nightly["db"], db)
     corpus = tmp_path / "sources" / "stocks.jsonl"
@@ -295,7 +359,9 @@ def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(first_nig
         handle.write('{"doc_id": "broken", "text": \n')  # an unreadable line: quarantined, never dropped
     run = run_dag(dagbag, "nightly_refresh", conf_for(tmp_path, [str(corpus)], db))
     assert run.state == "success"
-    assert task_instances(run.run_id, "process_shard") == [("skipped", 0)]  # expanded over no shard: never ran
+    assert task_instances(run.run_id, "process_shard") == [
+        ("skipped", 0)
+    ]  # expanded over no shard: never ran
     rows = tables(db)
     assert len(rows["documents"]) == 30 and len(rows["chunks"]) == 30
     dag_row = dag_run_row(rows, run.run_id)
@@ -307,7 +373,9 @@ def test_nightly_with_nothing_new_skips_the_shards_and_records_the_run(first_nig
 
 @pytest.mark.integration
 def test_terminal_error_fails_fast_without_retries(dagbag: Any, tmp_path: Path) -> None:
-    conf = conf_for(tmp_path, [str(tmp_path / "missing" / "*.jsonl")], tmp_path / "db", reason="typo in the glob")
+    conf = conf_for(
+        tmp_path, [str(tmp_path / "missing" / "*.jsonl")], tmp_path / "db", reason="typo in the glob"
+    )
     run = run_dag(dagbag, "backfill", conf)
     assert run.state == "failed"
     assert task_instances(run.run_id, "discover") == [("failed", 1)]  # retries=3, none spent

@@ -13,7 +13,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-
 from conftest import shared_path
 from duckling_corpus import Outcome, examples, run_parser, run_tagger
 
@@ -66,7 +65,9 @@ def test_category(reader: str, category: str) -> None:
     outcomes = _outcomes(reader)[category]
     misses = [o for o in outcomes if not o.exact and o.example.text not in DIFFERENT_ON_PURPOSE]
     now_right = [o.example.text for o in outcomes if o.exact and o.example.text in DIFFERENT_ON_PURPOSE]
-    assert not misses, f"{reader}, {category}: {len(misses)} of {len(outcomes)} wrong:\n" + "\n".join(map(_show, misses))
+    assert not misses, f"{reader}, {category}: {len(misses)} of {len(outcomes)} wrong:\n" + "\n".join(
+        map(_show, misses)
+    )
     assert not now_right, f"{reader}: now read as Duckling does, drop from DIFFERENT_ON_PURPOSE: {now_right}"
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from diachron.retrieval.coverage import coverage_top_k
+from diachron.retrieval.search import Hit
+from diachron.schemas.records import intervals_to_arrow
+from diachron.schemas.time import Granularity, Interval, period
 
 from bench.eval.data import split_of
 from bench.eval.metrics import (
@@ -15,10 +19,6 @@ from bench.eval.metrics import (
     recall_at_k,
     temporal_coverage,
 )
-from diachron.retrieval.coverage import coverage_top_k
-from diachron.retrieval.search import Hit
-from diachron.schemas.records import intervals_to_arrow
-from diachron.schemas.time import Granularity, Interval, period
 
 
 def _m(year: int, month: int) -> datetime:
@@ -67,21 +67,33 @@ def test_coverage_with_a_gap() -> None:
 
 def test_endpoint_share_against_uniform() -> None:
     # in-window items: Jan, Jan, May, Mar -> 3 of 4 at the ends; Jul 2010 is outside and ignored.
-    retrieved = [_item("d1", 2010, 1), _item("e", 2010, 1), _item("d5", 2010, 5), _item("o", 2010, 7),
-                 _item("d3", 2010, 3)]
+    retrieved = [
+        _item("d1", 2010, 1),
+        _item("e", 2010, 1),
+        _item("d5", 2010, 5),
+        _item("o", 2010, 7),
+        _item("d3", 2010, 3),
+    ]
     assert endpoint_share(retrieved, WINDOW, 5) == (0.75, 0.4)
     assert endpoint_share(retrieved, Interval(_m(2010, 1), _m(2010, 3)), 5) is None  # 2-month window
 
 
 def _hit(doc: str, year: int, month: int, score: float) -> Hit:
-    return Hit({"doc_id": doc, "intervals": intervals_to_arrow([period(_m(year, month), Granularity.MONTH)])},
-               score)
+    return Hit(
+        {"doc_id": doc, "intervals": intervals_to_arrow([period(_m(year, month), Granularity.MONTH)])}, score
+    )
 
 
 def test_coverage_top_k_spreads_over_periods() -> None:
     periods = [period(_m(2010, m), Granularity.MONTH) for m in (1, 2, 3)]
-    hits = [_hit("j1", 2010, 1, 0.9), _hit("j2", 2010, 1, 0.8), _hit("j3", 2010, 1, 0.7),
-            _hit("f1", 2010, 2, 0.6), _hit("out", 2011, 1, 0.65), _hit("m1", 2010, 3, 0.5)]
+    hits = [
+        _hit("j1", 2010, 1, 0.9),
+        _hit("j2", 2010, 1, 0.8),
+        _hit("j3", 2010, 1, 0.7),
+        _hit("f1", 2010, 2, 0.6),
+        _hit("out", 2011, 1, 0.65),
+        _hit("m1", 2010, 3, 0.5),
+    ]
     assert [h.row["doc_id"] for h in hits[:3]] == ["j1", "j2", "j3"]  # plain top-3: one month
     assert [h.row["doc_id"] for h in coverage_top_k(hits, periods, k=3)] == ["j1", "f1", "m1"]
     assert [h.row["doc_id"] for h in coverage_top_k(hits, periods, k=5)] == ["j1", "f1", "m1", "j2", "j3"]
@@ -100,19 +112,42 @@ def test_split_by_trailing_number() -> None:
 def test_bm25_ranks_by_shared_terms(tmp_path) -> None:
     import lancedb
     import pyarrow as pa
-
     from diachron.retrieval.baselines import BM25Searcher
     from diachron.schemas.records import ChunkRecord, arrow_schema
 
-    texts = {"a": "tariff debate in congress", "b": "the weather was mild", "c": "tariff tariff schedule revised"}
+    texts = {
+        "a": "tariff debate in congress",
+        "b": "the weather was mild",
+        "c": "tariff tariff schedule revised",
+    }
     day = period(_m(1930, 1), Granularity.MONTH)
-    rows = [{"chunk_id": cid, "doc_id": cid, "series_id": cid, "seq": 0, "text": text, "token_count": 4,
-             "published_at": day.start, "intervals": intervals_to_arrow([day]), "event_start": day.start,
-             "event_end": day.end, "time_source": "event", "time_status": "known", "valid_from": None,
-             "valid_until": None, "annotator": "test", "embedder": "none/4", "recorded_at": day.start,
-             "run_id": "t", "vector": [1.0, 0.0, 0.0, 0.0]} for cid, text in texts.items()]
+    rows = [
+        {
+            "chunk_id": cid,
+            "doc_id": cid,
+            "series_id": cid,
+            "seq": 0,
+            "text": text,
+            "token_count": 4,
+            "published_at": day.start,
+            "intervals": intervals_to_arrow([day]),
+            "event_start": day.start,
+            "event_end": day.end,
+            "time_source": "event",
+            "time_status": "known",
+            "valid_from": None,
+            "valid_until": None,
+            "annotator": "test",
+            "embedder": "none/4",
+            "recorded_at": day.start,
+            "run_id": "t",
+            "vector": [1.0, 0.0, 0.0, 0.0],
+        }
+        for cid, text in texts.items()
+    ]
     table = lancedb.connect(str(tmp_path)).create_table(
-        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4))
+    )
     hits = BM25Searcher(table).search("tariff schedule", k=2)
     assert [h.row["doc_id"] for h in hits] == ["c", "a"]  # c has both terms (tariff twice), a has one
     assert hits[0].score > hits[1].score > 0
@@ -125,7 +160,11 @@ def _retrieval_cases() -> list:
     from pathlib import Path
 
     shared = os.environ.get("DIACHRON_SHARED")
-    path = (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared") / "cases" / "temporal_cases.jsonl"
+    path = (
+        (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared")
+        / "cases"
+        / "temporal_cases.jsonl"
+    )
     if not path.is_file():
         return [pytest.param(None, id="cases-file-missing")]
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -157,18 +196,34 @@ def test_timeqa_pages_map_chunks_back_to_passages(tmp_path) -> None:
 
     from bench.eval.timeqa import build_pages, chunk_passage_map, passage_ranking
 
-    passages = [{"doc_id": "p#0", "page": "P", "section": "P", "passage_index": 0, "title": "P", "text": "A one."},
-                {"doc_id": "p#1", "page": "P", "section": "Career", "passage_index": 1, "title": "P — Career",
-                 "text": "B two. B three."},
-                {"doc_id": "p#2", "page": "P", "section": "Career", "passage_index": 2, "title": "P — Career",
-                 "text": "C four."}]
+    passages = [
+        {"doc_id": "p#0", "page": "P", "section": "P", "passage_index": 0, "title": "P", "text": "A one."},
+        {
+            "doc_id": "p#1",
+            "page": "P",
+            "section": "Career",
+            "passage_index": 1,
+            "title": "P — Career",
+            "text": "B two. B three.",
+        },
+        {
+            "doc_id": "p#2",
+            "page": "P",
+            "section": "Career",
+            "passage_index": 2,
+            "title": "P — Career",
+            "text": "C four.",
+        },
+    ]
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(p) + "\n" for p in reversed(passages)), encoding="utf-8")
     index = build_pages(corpus, tmp_path / "pages.jsonl")
     # headings open sections; passages in passage order, separated by blank lines
     assert index.texts["timeqa:P"] == "## P\n\nA one.\n\n## Career\n\nB two. B three.\n\nC four.\n\n"
-    chunks = [{"chunk_id": "c0", "doc_id": "timeqa:P", "seq": 0, "text": "## P\n\nA one.\n\n## Career\n\nB two."},
-              {"chunk_id": "c1", "doc_id": "timeqa:P", "seq": 1, "text": "B three.\n\nC four."}]
+    chunks = [
+        {"chunk_id": "c0", "doc_id": "timeqa:P", "seq": 0, "text": "## P\n\nA one.\n\n## Career\n\nB two."},
+        {"chunk_id": "c1", "doc_id": "timeqa:P", "seq": 1, "text": "B three.\n\nC four."},
+    ]
     mapping = chunk_passage_map(index, chunks)
     assert mapping == {"c0": ["p#0", "p#1"], "c1": ["p#1", "p#2"]}
     # chunk ranking c1, c0 -> passages p#1, p#2, then p#0 (p#1 counted once)
@@ -184,8 +239,11 @@ def test_timeqa_gold_removed_only_when_known_and_outside(tmp_path) -> None:
     q = TimeQAQuestion("q", "…in Nov 2005?", window, "in-month", frozenset({"g"}), "P", _m(2021, 9))
     inside = intervals_to_arrow([Interval(_m(2002, 1), _m(2008, 1))])
     outside = intervals_to_arrow([Interval(_m(2002, 1), _m(2004, 1))])
-    rows = {"a": {"time_status": "known", "intervals": outside}, "b": {"time_status": "known", "intervals": inside},
-            "u": {"time_status": "unknown", "intervals": []}}
+    rows = {
+        "a": {"time_status": "known", "intervals": outside},
+        "b": {"time_status": "known", "intervals": inside},
+        "u": {"time_status": "unknown", "intervals": []},
+    }
     assert removed_by_filter(q, rows, {"g": ["a"]})
     assert not removed_by_filter(q, rows, {"g": ["a", "b"]})  # one chunk of the gold passage overlaps
     assert not removed_by_filter(q, rows, {"g": ["u"]})  # unknown time: a lower tier, not removed

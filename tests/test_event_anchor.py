@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from diachron.retrieval.event_anchor import anchor_event, find_event_phrase
 from diachron.retrieval.intent import parse_intent
 from diachron.schemas.evidence import Evidence
@@ -19,38 +18,70 @@ from diachron.schemas.intent import Relation
 
 NOW = datetime(2026, 4, 17, tzinfo=UTC)
 DOCS = [
-    ("nw-1", "Northwind and Contoso completed their merger on 14 March 2019, creating the largest robotics "
-             "firm in Ohio.", "2019-03-15T00:00:00Z"),
-    ("nw-2", "In 2017, before the merger, Northwind exhibited a warehouse robot at a trade fair in Chicago.",
-     "2017-06-01T00:00:00Z"),
-    ("nw-3", "After the merger the combined firm showed its first joint robot at a fair in Dayton in May 2020.",
-     "2020-05-20T00:00:00Z"),
-    ("nw-4", "The Dayton plant suffered a power outage on 2 February 2021 that stopped the robot line for a day.",
-     "2021-02-03T00:00:00Z"),
+    (
+        "nw-1",
+        "Northwind and Contoso completed their merger on 14 March 2019, creating the largest robotics "
+        "firm in Ohio.",
+        "2019-03-15T00:00:00Z",
+    ),
+    (
+        "nw-2",
+        "In 2017, before the merger, Northwind exhibited a warehouse robot at a trade fair in Chicago.",
+        "2017-06-01T00:00:00Z",
+    ),
+    (
+        "nw-3",
+        "After the merger the combined firm showed its first joint robot at a fair in Dayton in May 2020.",
+        "2020-05-20T00:00:00Z",
+    ),
+    (
+        "nw-4",
+        "The Dayton plant suffered a power outage on 2 February 2021 that stopped the robot line for a day.",
+        "2021-02-03T00:00:00Z",
+    ),
 ]
 
 
 def _evidence(doc_id: str, text: str, published: str, score: float) -> Evidence:
     from diachron.schemas.time import parse_instant
 
-    return Evidence(chunk_id=f"{doc_id}#0", doc_id=doc_id, series_id=doc_id, title=doc_id, text=text, score=score,
-                    published_at=parse_instant(published), intervals=(), time_source="event")
+    return Evidence(
+        chunk_id=f"{doc_id}#0",
+        doc_id=doc_id,
+        series_id=doc_id,
+        title=doc_id,
+        text=text,
+        score=score,
+        published_at=parse_instant(published),
+        intervals=(),
+        time_source="event",
+    )
 
 
-@pytest.mark.parametrize(("question", "relation", "event"), [
-    ("What did Northwind do after the merger?", "after", "the merger"),
-    ("How did prices move after the 1929 crash?", "after", "the 1929 crash"),
-    ("What did we run before the migration to the cloud?", "before", "the migration to the cloud"),
-    ("What broke at the time of the outage?", "at the time of", "the outage"),
-])
+@pytest.mark.parametrize(
+    ("question", "relation", "event"),
+    [
+        ("What did Northwind do after the merger?", "after", "the merger"),
+        ("How did prices move after the 1929 crash?", "after", "the 1929 crash"),
+        ("What did we run before the migration to the cloud?", "before", "the migration to the cloud"),
+        ("What broke at the time of the outage?", "at the time of", "the outage"),
+    ],
+)
 def test_event_phrases(question: str, relation: str, event: str) -> None:
     phrase = find_event_phrase(question, now=NOW)
     assert phrase is not None and (phrase.relation, phrase.event) == (relation, event)
 
 
-@pytest.mark.parametrize("question", ["What happened after the 1920s?", "What happened since the end of 2005?",
-                                      "What changed after 2015?", "What happened after the first quarter of 2015?",
-                                      "What is the capital of France?"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What happened after the 1920s?",
+        "What happened since the end of 2005?",
+        "What changed after 2015?",
+        "What happened after the first quarter of 2015?",
+        "What is the capital of France?",
+    ],
+)
 def test_time_expressions_are_no_events(question: str) -> None:
     assert find_event_phrase(question, now=NOW) is None
 
@@ -68,8 +99,15 @@ def test_the_hit_that_states_the_event_anchors_it() -> None:
 
 
 def test_two_plausible_anchors_ask_for_clarification() -> None:
-    hits = [_evidence("a", "Acme completed its merger with Initech on 3 May 2015.", "2015-05-04T00:00:00Z", 0.80),
-            _evidence("b", "Acme completed a second merger, with Hooli, on 9 October 2022.", "2022-10-10T00:00:00Z", 0.79)]
+    hits = [
+        _evidence("a", "Acme completed its merger with Initech on 3 May 2015.", "2015-05-04T00:00:00Z", 0.80),
+        _evidence(
+            "b",
+            "Acme completed a second merger, with Hooli, on 9 October 2022.",
+            "2022-10-10T00:00:00Z",
+            0.79,
+        ),
+    ]
     question = "What changed since the merger?"
     intent = anchor_event(question, parse_intent(question, now=NOW), lambda _: hits)
     assert intent.needs_clarification
@@ -99,10 +137,20 @@ def test_the_year_written_in_the_event_name_is_a_fine_anchor_without_evidence() 
 
 def test_evidence_dates_the_event_named_with_its_year() -> None:
     # "since the 1929 crash": the stating hit's 29 October 1929, not the whole year; a 1987 crash is no anchor
-    hits = [_evidence("w", "Wall Street crashed on 29 October 1929, wiping out the savings of millions.",
-                      "1929-10-30T00:00:00Z", 0.71),
-            _evidence("b", "Black Monday: the market crash of 19 October 1987 was the largest one-day fall.",
-                      "1987-10-20T00:00:00Z", 0.72)]
+    hits = [
+        _evidence(
+            "w",
+            "Wall Street crashed on 29 October 1929, wiping out the savings of millions.",
+            "1929-10-30T00:00:00Z",
+            0.71,
+        ),
+        _evidence(
+            "b",
+            "Black Monday: the market crash of 19 October 1987 was the largest one-day fall.",
+            "1987-10-20T00:00:00Z",
+            0.72,
+        ),
+    ]
     question = "What changed since the 1929 crash?"
     intent = anchor_event(question, parse_intent(question, now=NOW), lambda _: hits)
     assert [(i.start, i.end) for i in intent.intervals] == [(datetime(1929, 10, 29, tzinfo=UTC), None)]
@@ -116,8 +164,11 @@ def test_client_anchors_the_event_end_to_end(tmp_path: Path) -> None:
     from diachron.retrieval.client import Client
 
     source = tmp_path / "northwind.jsonl"
-    source.write_text("".join(json.dumps({"doc_id": d, "title": d, "text": t, "published_at": p}) + "\n"
-                              for d, t, p in DOCS))
+    source.write_text(
+        "".join(
+            json.dumps({"doc_id": d, "title": d, "text": t, "published_at": p}) + "\n" for d, t, p in DOCS
+        )
+    )
     uri = str(tmp_path / "db")
     run_ingest([str(source)], IngestConfig(db_uri=uri, num_cpus=2))
     client = Client(uri)
@@ -126,8 +177,9 @@ def test_client_anchors_the_event_end_to_end(tmp_path: Path) -> None:
     got = {e.doc_id for e in after.evidence}
     assert {"nw-3", "nw-4"} <= got and "nw-2" not in got  # 2017 is before the merger
     outage = client.search("What stopped at the time of the outage?", k=4, now=NOW, strict=True)
-    assert [(i.start, i.end) for i in outage.intent.intervals] == [(datetime(2021, 2, 2, tzinfo=UTC),
-                                                                    datetime(2021, 2, 3, tzinfo=UTC))]
+    assert [(i.start, i.end) for i in outage.intent.intervals] == [
+        (datetime(2021, 2, 2, tzinfo=UTC), datetime(2021, 2, 3, tzinfo=UTC))
+    ]
     assert [e.doc_id for e in outage.evidence] == ["nw-4"]
     from served import serving
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from diachron.ingest.errors import DatabaseRefusedError
 from diachron.ingest.preflight import check_database
 from diachron.ingest.sources import Rejected, SourceDocument, load_source
@@ -101,15 +100,22 @@ def test_ten_megabyte_text_is_quarantined_at_once_or_split(tmp_path: Path) -> No
 
     text = "The board met on 3 March 2021 and approved the plan.\n\n" * 200_000  # 10.8 MB
     path = tmp_path / "huge.jsonl"
-    path.write_text(json.dumps({"doc_id": "huge", "text": text}) + "\n"
-                    + json.dumps({"doc_id": "ok", "text": "A short note of 2021."}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"doc_id": "huge", "text": text})
+        + "\n"
+        + json.dumps({"doc_id": "ok", "text": "A short note of 2021."})
+        + "\n",
+        encoding="utf-8",
+    )
     t0 = time.perf_counter()
     huge, ok = load_source(str(path))
     assert time.perf_counter() - t0 < 5
     assert isinstance(huge, Rejected) and f"{len(text):,} characters is over the limit" in huge.reason
     assert len(huge.payload["text"]) < 3000 and isinstance(ok, SourceDocument)
     parts = list(load_source(str(path), limits=SourceLimits(max_text_chars=1_000_000, oversize="split")))
-    assert [p.doc_id for p in parts[:-1]] == [f"huge#part-{k}" for k in range(1, 12)] and parts[-1].doc_id == "ok"
+    assert [p.doc_id for p in parts[:-1]] == [f"huge#part-{k}" for k in range(1, 12)] and parts[
+        -1
+    ].doc_id == "ok"
     assert "".join(p.text for p in parts[:-1]) == text  # nothing lost, nothing repeated
     assert max(len(p.text) for p in parts[:-1]) <= 1_000_000
     assert all(p.text.endswith("\n\n") for p in parts[:-2])  # cut at paragraph breaks
@@ -121,8 +127,12 @@ def test_record_without_doc_id_gets_the_same_id_by_any_path(tmp_path: Path) -> N
     path = folder / "notes.jsonl"
     path.write_text(json.dumps({"title": "n", "text": "Filed on 2021-04-30."}) + "\n", encoding="utf-8")
     (tmp_path / "link.jsonl").symlink_to(path)
-    typed = [str(path), str(tmp_path / "a" / ".." / "a" / "b" / "notes.jsonl"), str(tmp_path / "link.jsonl"),
-             os.path.relpath(path)]
+    typed = [
+        str(path),
+        str(tmp_path / "a" / ".." / "a" / "b" / "notes.jsonl"),
+        str(tmp_path / "link.jsonl"),
+        os.path.relpath(path),
+    ]
     ids = {doc.doc_id for p in typed for doc in load_source(p)}
     (only,) = ids
     assert only.startswith("record-") and "notes" not in only and str(tmp_path) not in only
@@ -166,8 +176,12 @@ def test_read_only_db_is_refused(tmp_path: Path) -> None:
     folder.mkdir()
     mounted = False
     if os.geteuid() == 0:  # root ignores mode bits: a read-only mount is what a read-only --db means for it
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
-                                 capture_output=True).returncode == 0
+        mounted = (
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], capture_output=True
+            ).returncode
+            == 0
+        )
     else:
         folder.chmod(0o555)
     try:
@@ -186,8 +200,12 @@ def test_cli_refuses_a_bad_db_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "db"
     path.write_text("x")
     cli = str(Path(sys.executable).parent / "diachron")
-    done = subprocess.run([cli, "ingest", str(FAULTS / "01_overflow_9999_offset.jsonl"), "--db", str(path)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [cli, "ingest", str(FAULTS / "01_overflow_9999_offset.jsonl"), "--db", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     (line,) = [x for x in done.stderr.splitlines() if "--db" in x]
     assert "is a file" in line
@@ -206,8 +224,12 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         shutil.copyfile(FAULTS / name, tmp / name)
         sources.append(str(tmp / name))
     huge = tmp / "huge.jsonl"
-    huge.write_text(json.dumps({"doc_id": "huge", "text": "The plan was approved in 2021. " * 340_000}) + "\n"
-                    + json.dumps({"doc_id": "beside-huge", "text": "A short note filed in April 2021."}) + "\n")
+    huge.write_text(
+        json.dumps({"doc_id": "huge", "text": "The plan was approved in 2021. " * 340_000})
+        + "\n"
+        + json.dumps({"doc_id": "beside-huge", "text": "A short note filed in April 2021."})
+        + "\n"
+    )
     anon = tmp / "sub" / "anonymous.jsonl"
     anon.parent.mkdir()
     anon.write_text(json.dumps({"title": "no id", "text": "An undated memo about the warehouse."}) + "\n")
@@ -217,8 +239,10 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     t0 = time.perf_counter()
     summary = run_ingest(sources, IngestConfig(db_uri=db, num_cpus=2, optimize=False))
     seconds = time.perf_counter() - t0
-    again = run_ingest([str(tmp / "sub" / ".." / "sub" / "anonymous.jsonl")], IngestConfig(db_uri=db, num_cpus=2,
-                                                                                        optimize=False))
+    again = run_ingest(
+        [str(tmp / "sub" / ".." / "sub" / "anonymous.jsonl")],
+        IngestConfig(db_uri=db, num_cpus=2, optimize=False),
+    )
     return {"db": db, "summary": summary, "again": again, "records_in": records_in, "seconds": seconds}
 
 
@@ -251,16 +275,20 @@ def test_same_file_by_another_path_writes_nothing_again(batch: dict[str, Any]) -
 @pytest.mark.integration
 def test_one_sentence_claiming_two_centuries_is_not_event_time(batch: dict[str, Any]) -> None:
     import lancedb
-
     from diachron.retrieval.client import Client
 
     db = lancedb.connect(batch["db"])
     chunks = db.open_table("chunks").to_lance().to_table(columns=["doc_id", "intervals"]).to_pylist()
     spans = [iv for c in chunks if c["doc_id"] == "inject" for iv in c["intervals"]]
     assert spans and all(iv["start"] is None or iv["start"].year >= 2021 for iv in spans)
-    flagged = [json.loads(r["payload_json"]) for r in db.open_table("quarantine").to_lance().to_table().to_pylist()
-               if r["stage"] == "validate_interval"]
-    assert any(p["interval"]["start"].startswith("1900") and p["interval"]["end"].startswith("2101") for p in flagged)
+    flagged = [
+        json.loads(r["payload_json"])
+        for r in db.open_table("quarantine").to_lance().to_table().to_pylist()
+        if r["stage"] == "validate_interval"
+    ]
+    assert any(
+        p["interval"]["start"].startswith("1900") and p["interval"]["end"].startswith("2101") for p in flagged
+    )
     result = Client(batch["db"]).search("What happened in 1950?", k=10)
     assert "inject" not in {e.doc_id for e in result.evidence}
 
@@ -271,9 +299,10 @@ def test_one_sentence_claiming_two_centuries_is_not_event_time(batch: dict[str, 
 def test_query_side_inputs_fail_fast_in_one_line() -> None:
     from datetime import UTC, datetime
 
-    from diachron.query import QueryInputError, check_question, parse_clock
     from diachron.retrieval.intent import QuestionTooLongError, parse_intent
     from diachron.schemas.time import format_instant
+
+    from diachron.query import QueryInputError, check_question, parse_clock
 
     huge = "What happened in 2010? " * 4_500  # ≈100 KB, 4,500 dates: parsing it used to be quadratic
     t0 = time.perf_counter()

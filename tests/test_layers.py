@@ -18,8 +18,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"schemas": "schemas", "temporal": "temporal", "ingest": "ingest", "retrieval": "retrieval",
-           "diachron": "app"}
+FOLDERS = {
+    "schemas": "schemas",
+    "temporal": "temporal",
+    "ingest": "ingest",
+    "retrieval": "retrieval",
+    "diachron": "app",
+}
 ALLOWED = {
     "schemas": {"schemas"},
     "temporal": {"schemas", "temporal"},
@@ -35,8 +40,9 @@ def _layer(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "diachron":
         return None
-    return {"schemas": "schemas", "temporal": "temporal", "ingest": "ingest",
-            "retrieval": "retrieval"}.get(parts[1] if len(parts) > 1 else "", "app")
+    return {"schemas": "schemas", "temporal": "temporal", "ingest": "ingest", "retrieval": "retrieval"}.get(
+        parts[1] if len(parts) > 1 else "", "app"
+    )
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -70,17 +76,22 @@ def test_layers_import_only_downwards() -> None:
 
 def test_no_old_top_level_names() -> None:
     old = {"schemas", "ingest", "retrieval", "temporal"}
-    offenders = [f"{p.relative_to(ROOT)}:{line} imports {m}"
-                 for folder in [*FOLDERS, "tests", "bench", "dags"]
-                 for p in sorted((ROOT / folder).rglob("*.py"))
-                 for line, m in _imports(p) if m.split(".")[0] in old]
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line} imports {m}"
+        for folder in [*FOLDERS, "tests", "bench", "dags"]
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        for line, m in _imports(p)
+        if m.split(".")[0] in old
+    ]
     assert offenders == []
 
 
 def test_the_checker_catches_a_violation(tmp_path: Path) -> None:
     """The AST walk sees nested and aliased imports (so the rule test above can fail)."""
     bad = tmp_path / "m.py"
-    bad.write_text("def f():\n    import diachron.retrieval.client as c\n    from diachron.ingest import store\n")
+    bad.write_text(
+        "def f():\n    import diachron.retrieval.client as c\n    from diachron.ingest import store\n"
+    )
     assert [m for _, m in _imports(bad)] == ["diachron.retrieval.client", "diachron.ingest"]
     assert _layer("diachron.retrieval.client") == "retrieval" and _layer("diachron.cli") == "app"
 
@@ -97,12 +108,31 @@ def test_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
         if (ROOT / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("diachron_rag-*.whl")
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"diachron"}
     names = zipfile.ZipFile(wheel).namelist()
-    for module in ("diachron/schemas/time.py", "diachron/temporal/tagger.py", "diachron/ingest/pipeline.py",
-                   "diachron/retrieval/client.py", "diachron/cli.py"):
+    for module in (
+        "diachron/schemas/time.py",
+        "diachron/temporal/tagger.py",
+        "diachron/ingest/pipeline.py",
+        "diachron/retrieval/client.py",
+        "diachron/cli.py",
+    ):
         assert module in names

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from diachron.ingest.sources import SourceDocument
 from diachron.ingest.versioning import plan_versions
 from diachron.retrieval.answer import summarize
@@ -29,7 +28,13 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     version_at,
 )
-from diachron.schemas.lineage import DERIVED_UNTIL_KEY, UNRESOLVED_KEY, ConflictKind, ConflictSignal, GapSignal
+from diachron.schemas.lineage import (
+    DERIVED_UNTIL_KEY,
+    UNRESOLVED_KEY,
+    ConflictKind,
+    ConflictSignal,
+    GapSignal,
+)
 from diachron.schemas.time import Granularity, Interval
 
 
@@ -37,26 +42,53 @@ def d(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def row(doc_id: str, *, series: str = "s", start: str | None = None, until: str | None = None,
-        published: str | None = None, supersedes: str | None = None, relation: str | None = None,
-        recorded: str = "2025-01-01", derived: bool = False) -> dict[str, Any]:
-    return {"doc_id": doc_id, "series_id": series, "version": doc_id, "supersedes": supersedes, "relation": relation,
-            "valid_from": d(start) if start else None, "valid_until": d(until) if until else None,
-            "published_at": d(published) if published else None, "recorded_at": d(recorded),
-            "metadata_json": json.dumps({DERIVED_UNTIL_KEY: True} if derived else {})}
+def row(
+    doc_id: str,
+    *,
+    series: str = "s",
+    start: str | None = None,
+    until: str | None = None,
+    published: str | None = None,
+    supersedes: str | None = None,
+    relation: str | None = None,
+    recorded: str = "2025-01-01",
+    derived: bool = False,
+) -> dict[str, Any]:
+    return {
+        "doc_id": doc_id,
+        "series_id": series,
+        "version": doc_id,
+        "supersedes": supersedes,
+        "relation": relation,
+        "valid_from": d(start) if start else None,
+        "valid_until": d(until) if until else None,
+        "published_at": d(published) if published else None,
+        "recorded_at": d(recorded),
+        "metadata_json": json.dumps({DERIVED_UNTIL_KEY: True} if derived else {}),
+    }
 
 
 # --- unit: effective intervals ---------------------------------------------------------------------------
 
 
 def test_three_versions_each_valid_until_the_next_takes_effect() -> None:
-    spans = {s.doc_id: s for s in derive_spans([row("v3", start="2024-06-01"), row("v1", start="2024-01-01"),
-                                                 row("v2", start="2024-03-01")])}
+    spans = {
+        s.doc_id: s
+        for s in derive_spans(
+            [row("v3", start="2024-06-01"), row("v1", start="2024-01-01"), row("v2", start="2024-03-01")]
+        )
+    }
     assert spans["v1"].valid == Interval(d("2024-01-01"), d("2024-03-01"))
     assert spans["v2"].valid == Interval(d("2024-03-01"), d("2024-06-01"))
     assert spans["v3"].valid == Interval(d("2024-06-01"), None)
-    assert (spans["v1"].superseded_by, spans["v2"].superseded_by, spans["v3"].superseded_by) == ("v2", "v3", None)
-    ordered = derive_spans([row("v3", start="2024-06-01"), row("v1", start="2024-01-01"), row("v2", start="2024-03-01")])
+    assert (spans["v1"].superseded_by, spans["v2"].superseded_by, spans["v3"].superseded_by) == (
+        "v2",
+        "v3",
+        None,
+    )
+    ordered = derive_spans(
+        [row("v3", start="2024-06-01"), row("v1", start="2024-01-01"), row("v2", start="2024-03-01")]
+    )
     assert version_at(ordered, d("2024-02-29T23:59:59")).doc_id == "v1"
     assert version_at(ordered, d("2024-03-01")).doc_id == "v2"
     assert version_at(ordered, d("2030-01-01")).doc_id == "v3"
@@ -65,37 +97,59 @@ def test_three_versions_each_valid_until_the_next_takes_effect() -> None:
 
 def test_published_only_versions_start_at_publication() -> None:
     spans = derive_spans([row("a", published="2019-03-25"), row("b", published="2019-07-01")])
-    assert [s.valid for s in spans] == [Interval(d("2019-03-25"), d("2019-07-01")), Interval(d("2019-07-01"), None)]
+    assert [s.valid for s in spans] == [
+        Interval(d("2019-03-25"), d("2019-07-01")),
+        Interval(d("2019-07-01"), None),
+    ]
 
 
 def test_derived_valid_until_is_rederived_but_a_stated_one_is_kept() -> None:
-    late = derive_spans([row("v1", start="2023-01-01", until="2023-09-01", derived=True),
-                         row("v3", start="2023-09-01"), row("v2", start="2023-05-01", recorded="2025-02-01")])
+    late = derive_spans(
+        [
+            row("v1", start="2023-01-01", until="2023-09-01", derived=True),
+            row("v3", start="2023-09-01"),
+            row("v2", start="2023-05-01", recorded="2025-02-01"),
+        ]
+    )
     assert late[0].valid == Interval(d("2023-01-01"), d("2023-05-01"))
     stated = derive_spans([row("v1", start="2022-01-01", until="2022-07-01"), row("v2", start="2022-06-01")])
     assert stated[0].valid == Interval(d("2022-01-01"), d("2022-07-01"))
     found = conflicts(Lineage({"s": stated}), ["v2"])
-    assert found == [ConflictSignal(ConflictKind.OVERLAP, "s", ("v1", "v2"), Interval(d("2022-06-01"), d("2022-07-01")))]
+    assert found == [
+        ConflictSignal(ConflictKind.OVERLAP, "s", ("v1", "v2"), Interval(d("2022-06-01"), d("2022-07-01")))
+    ]
     with pytest.raises(ValueError, match="2 versions"):
         version_at(stated, d("2022-06-15"))
 
 
 def test_correction_replaces_its_target_from_the_target_start() -> None:
-    spans = {s.doc_id: s for s in derive_spans([
-        row("fee", start="2024-11-01", published="2024-12-01"),
-        row("fix", published="2024-12-03", supersedes="fee", relation="corrects"),
-        row("fee2", start="2025-02-01")])}
+    spans = {
+        s.doc_id: s
+        for s in derive_spans(
+            [
+                row("fee", start="2024-11-01", published="2024-12-01"),
+                row("fix", published="2024-12-03", supersedes="fee", relation="corrects"),
+                row("fee2", start="2025-02-01"),
+            ]
+        )
+    }
     assert spans["fee"].valid is None and spans["fee"].corrected_by == "fix"
     assert spans["fix"].valid == Interval(d("2024-11-01"), d("2025-02-01"))
     assert spans["fix"].superseded_by == "fee2"
     lineage = Lineage({"s": list(spans.values())})
-    assert conflicts(lineage, ["fee", "fix"]) == [ConflictSignal(ConflictKind.CORRECTION, "s", ("fee", "fix"), None)]
+    assert conflicts(lineage, ["fee", "fix"]) == [
+        ConflictSignal(ConflictKind.CORRECTION, "s", ("fee", "fix"), None)
+    ]
     assert conflicts(lineage, ["fix"]) == []
 
 
 def test_coexisting_version_ends_nobody() -> None:
-    spans = {s.doc_id: s for s in derive_spans([row("a", start="2024-01-01"),
-                                                 row("b", start="2024-02-01", relation="coexists")])}
+    spans = {
+        s.doc_id: s
+        for s in derive_spans(
+            [row("a", start="2024-01-01"), row("b", start="2024-02-01", relation="coexists")]
+        )
+    }
     assert spans["a"].valid == Interval(d("2024-01-01"), None)
     assert conflicts(Lineage({"s": list(spans.values())}), ["a", "b"]) == []
 
@@ -104,11 +158,14 @@ def test_coexisting_version_ends_nobody() -> None:
 
 
 def test_gap_is_the_uncovered_month_run() -> None:
-    covered = [Interval(d(f"2021-{m:02d}-10"), d(f"2021-{m:02d}-11")) for m in (1, 2, 3, 4, 7, 8, 9, 10, 11, 12)]
+    covered = [
+        Interval(d(f"2021-{m:02d}-10"), d(f"2021-{m:02d}-11")) for m in (1, 2, 3, 4, 7, 8, 9, 10, 11, 12)
+    ]
     found = gaps(Interval(d("2021-01-01"), d("2022-01-01"), Granularity.YEAR), covered)
     assert found == [GapSignal(Interval(d("2021-05-01"), d("2021-07-01"), Granularity.MONTH))]
     assert gaps(Interval(d("2021-01-01"), d("2021-01-04")), [Interval(d("2021-01-02"), None)]) == [
-        GapSignal(Interval(d("2021-01-01"), d("2021-01-02"), Granularity.DAY))]
+        GapSignal(Interval(d("2021-01-01"), d("2021-01-02"), Granularity.DAY))
+    ]
     with pytest.raises(ValueError, match="bounded"):
         gaps(Interval(None, d("2021-01-01")), covered)
 
@@ -116,8 +173,13 @@ def test_gap_is_the_uncovered_month_run() -> None:
 def test_old_rule_needs_clarification_only_with_several_old_versions() -> None:
     assert mentions_earlier_version("What did the old parking rule say?")
     assert not mentions_earlier_version("What does the parking rule say?")
-    three = derive_spans([row("p1", series="p", start="2019-01-01"), row("p2", series="p", start="2019-06-01"),
-                          row("p3", series="p", start="2020-01-01")])
+    three = derive_spans(
+        [
+            row("p1", series="p", start="2019-01-01"),
+            row("p2", series="p", start="2019-06-01"),
+            row("p3", series="p", start="2020-01-01"),
+        ]
+    )
     two = derive_spans([row("b1", series="b", start="2019-01-01"), row("b2", series="b", start="2019-06-01")])
     lineage = Lineage({"p": three, "b": two})
     found, admitted = clarify(lineage, ["p"], d("2024-12-01"))
@@ -129,10 +191,14 @@ def test_old_rule_needs_clarification_only_with_several_old_versions() -> None:
 def test_unversioned_document_is_current_once_published() -> None:
     from diachron.retrieval.lineage import latest_first
 
-    lineage = Lineage({"a": derive_spans([row("a", series="a", published="2021-03-15")]),
-                       "b": derive_spans([row("b", series="b", published="2021-08-15")]),
-                       "c": derive_spans([row("c", series="c")]),
-                       "e": derive_spans([row("e", series="e", start="2020-01-01", until="2021-01-01")])})
+    lineage = Lineage(
+        {
+            "a": derive_spans([row("a", series="a", published="2021-03-15")]),
+            "b": derive_spans([row("b", series="b", published="2021-08-15")]),
+            "c": derive_spans([row("c", series="c")]),
+            "e": derive_spans([row("e", series="e", start="2020-01-01", until="2021-01-01")]),
+        }
+    )
     day = Interval(d("2021-05-01"), d("2021-05-02"))
     assert [lineage.current(x, x, day) for x in "abce"] == [True, False, False, False]
     assert lineage.current("b", "b", Interval(d("2021-08-15"), d("2021-08-16")))  # published that day
@@ -145,15 +211,23 @@ def doc(doc_id: str, text: str, **kw: Any) -> SourceDocument:
 
 
 def test_version_string_supersedes_resolves_within_the_batch() -> None:
-    plan = plan_versions([doc("p/1", "one", series_id="p", version="1", valid_from=d("2024-01-01")),
-                          doc("p/2", "two", series_id="p", version="2", supersedes="1", valid_from=d("2024-03-01")),
-                          doc("q/2", "other", series_id="q", version="2", supersedes="9")], [])
+    plan = plan_versions(
+        [
+            doc("p/1", "one", series_id="p", version="1", valid_from=d("2024-01-01")),
+            doc("p/2", "two", series_id="p", version="2", supersedes="1", valid_from=d("2024-03-01")),
+            doc("q/2", "other", series_id="q", version="2", supersedes="9"),
+        ],
+        [],
+    )
     by_id = {p.doc_id: p for p in plan.todo}
     assert by_id["p/2"].supersedes == "p/1"
     assert by_id["q/2"].supersedes is None  # not in the series: no predecessor, and a lineage issue says so
     assert by_id["q/2"].source.metadata[UNRESOLVED_KEY] == "9"
     (issue,) = plan.issues
-    assert (issue.stage, issue.record_id) == ("lineage", "q/2") and "'9' resolves to no document" in issue.reason
+    assert (issue.stage, issue.record_id) == (
+        "lineage",
+        "q/2",
+    ) and "'9' resolves to no document" in issue.reason
     assert by_id["p/1"].source.valid_until == d("2024-03-01")
     assert by_id["p/1"].source.metadata[DERIVED_UNTIL_KEY] is True
     assert DERIVED_UNTIL_KEY not in by_id["p/2"].source.metadata
@@ -164,46 +238,117 @@ def test_version_string_supersedes_resolves_within_the_batch() -> None:
 BASE_CLOCK = d("2024-12-01")
 LATE_CLOCK = d("2024-12-03")  # two days later
 NOW = d("2024-12-10")
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 def policy(series: str, n: int, text: str, start: str, **kw: Any) -> dict[str, Any]:
-    return {"doc_id": f"{series}/v{n}", "series_id": series, "version": str(n), "title": f"{series} v{n}",
-            "text": text, "valid_from": start, "published_at": start, **kw}
+    return {
+        "doc_id": f"{series}/v{n}",
+        "series_id": series,
+        "version": str(n),
+        "title": f"{series} v{n}",
+        "text": text,
+        "valid_from": start,
+        "published_at": start,
+        **kw,
+    }
 
 
 def base_documents() -> list[dict[str, Any]]:
     """Every scenario's documents recorded at ``BASE_CLOCK``."""
-    refund = [policy("refund-policy", 1, "Refund policy: customers may return goods for a refund within 14 days.",
-                     "2024-01-01"),
-              policy("refund-policy", 2, "Refund policy: customers may return goods for a refund within 30 days.",
-                     "2024-03-01", supersedes="1"),
-              policy("refund-policy", 3, "Refund policy: customers may return goods for a refund within 60 days.",
-                     "2024-06-01", supersedes="2")]
-    fee = [policy("fee-schedule", 1, "Fee schedule: the late payment fee is 50 euros per invoice.", "2024-11-01",
-                  published_at="2024-12-01")]
-    retention = [policy("data-retention", 1, "Data retention rule: logs are kept for 90 days.", "2023-01-01"),
-                 policy("data-retention", 3, "Data retention rule: logs are kept for 30 days.", "2023-09-01")]
-    travel = [policy("travel-policy", 1, "Travel policy: economy class for all flights.", "2022-01-01",
-                     valid_until="2022-07-01"),
-              policy("travel-policy", 2, "Travel policy: business class for flights over six hours.", "2022-06-01")]
-    parking = [policy("parking-rule", n, f"Parking rule: staff may park in garage {g} with a permit.", s)
-               for n, g, s in ((1, "A", "2019-01-01"), (2, "B", "2019-06-01"), (3, "C", "2020-01-01"))]
-    badge = [policy("badge-rule", n, f"Badge rule: visitor badges are {c} and must be returned.", s)
-             for n, c, s in ((1, "yellow", "2019-02-01"), (2, "green", "2019-08-01"))]
-    reports = [{"doc_id": f"ops-report/2021-{m:02d}", "title": f"Operations report {MONTHS[m - 1]} 2021",
-                "text": f"Operations report for {MONTHS[m - 1]} 2021: the warehouse shipped orders on time.",
-                "published_at": f"2021-{m:02d}-15"} for m in range(1, 13) if m != 5]
+    refund = [
+        policy(
+            "refund-policy",
+            1,
+            "Refund policy: customers may return goods for a refund within 14 days.",
+            "2024-01-01",
+        ),
+        policy(
+            "refund-policy",
+            2,
+            "Refund policy: customers may return goods for a refund within 30 days.",
+            "2024-03-01",
+            supersedes="1",
+        ),
+        policy(
+            "refund-policy",
+            3,
+            "Refund policy: customers may return goods for a refund within 60 days.",
+            "2024-06-01",
+            supersedes="2",
+        ),
+    ]
+    fee = [
+        policy(
+            "fee-schedule",
+            1,
+            "Fee schedule: the late payment fee is 50 euros per invoice.",
+            "2024-11-01",
+            published_at="2024-12-01",
+        )
+    ]
+    retention = [
+        policy("data-retention", 1, "Data retention rule: logs are kept for 90 days.", "2023-01-01"),
+        policy("data-retention", 3, "Data retention rule: logs are kept for 30 days.", "2023-09-01"),
+    ]
+    travel = [
+        policy(
+            "travel-policy",
+            1,
+            "Travel policy: economy class for all flights.",
+            "2022-01-01",
+            valid_until="2022-07-01",
+        ),
+        policy("travel-policy", 2, "Travel policy: business class for flights over six hours.", "2022-06-01"),
+    ]
+    parking = [
+        policy("parking-rule", n, f"Parking rule: staff may park in garage {g} with a permit.", s)
+        for n, g, s in ((1, "A", "2019-01-01"), (2, "B", "2019-06-01"), (3, "C", "2020-01-01"))
+    ]
+    badge = [
+        policy("badge-rule", n, f"Badge rule: visitor badges are {c} and must be returned.", s)
+        for n, c, s in ((1, "yellow", "2019-02-01"), (2, "green", "2019-08-01"))
+    ]
+    reports = [
+        {
+            "doc_id": f"ops-report/2021-{m:02d}",
+            "title": f"Operations report {MONTHS[m - 1]} 2021",
+            "text": f"Operations report for {MONTHS[m - 1]} 2021: the warehouse shipped orders on time.",
+            "published_at": f"2021-{m:02d}-15",
+        }
+        for m in range(1, 13)
+        if m != 5
+    ]
     return refund + fee + retention + travel + parking + badge + reports
 
 
 def late_documents() -> list[dict[str, Any]]:
     """Recorded at ``LATE_CLOCK``: a correction two days later and a late-arriving older version."""
-    return [{"doc_id": "fee-schedule/fix-1", "series_id": "fee-schedule", "title": "fee schedule correction",
-             "text": "Correction to the fee schedule: the late payment fee is 15 euros per invoice, not 50 euros.",
-             "published_at": "2024-12-03", "supersedes": "fee-schedule/v1", "relation": "corrects"},
-            policy("data-retention", 2, "Data retention rule: logs are kept for 60 days.", "2023-05-01")]
+    return [
+        {
+            "doc_id": "fee-schedule/fix-1",
+            "series_id": "fee-schedule",
+            "title": "fee schedule correction",
+            "text": "Correction to the fee schedule: the late payment fee is 15 euros per invoice, not 50 euros.",
+            "published_at": "2024-12-03",
+            "supersedes": "fee-schedule/v1",
+            "relation": "corrects",
+        },
+        policy("data-retention", 2, "Data retention rule: logs are kept for 60 days.", "2023-05-01"),
+    ]
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> str:
@@ -240,14 +385,17 @@ def ask(client: Any, question: str, **kw: Any) -> Any:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("day", "expected"), [
-    ("15 February 2024", "refund-policy/v1"),   # inside v1
-    ("29 February 2024", "refund-policy/v1"),   # last day before the boundary
-    ("1 March 2024", "refund-policy/v2"),       # boundary: v2 takes effect, v1 ends (half-open)
-    ("10 April 2024", "refund-policy/v2"),      # inside v2
-    ("1 June 2024", "refund-policy/v3"),        # boundary
-    ("1 June 2025", "refund-policy/v3"),        # after the last version
-])
+@pytest.mark.parametrize(
+    ("day", "expected"),
+    [
+        ("15 February 2024", "refund-policy/v1"),  # inside v1
+        ("29 February 2024", "refund-policy/v1"),  # last day before the boundary
+        ("1 March 2024", "refund-policy/v2"),  # boundary: v2 takes effect, v1 ends (half-open)
+        ("10 April 2024", "refund-policy/v2"),  # inside v2
+        ("1 June 2024", "refund-policy/v3"),  # boundary
+        ("1 June 2025", "refund-policy/v3"),  # after the last version
+    ],
+)
 def test_three_version_policy_point_lookup(scenarios: Any, day: str, expected: str) -> None:
     result = ask(scenarios, f"Which refund policy applied on {day}?")
     assert result.intent.relation.value == "current"
@@ -256,14 +404,18 @@ def test_three_version_policy_point_lookup(scenarios: Any, day: str, expected: s
 
 @pytest.mark.integration
 def test_three_version_policy_before_first_and_current(scenarios: Any) -> None:
-    assert series_docs(ask(scenarios, "Which refund policy applied on 1 December 2023?"), "refund-policy") == []
+    assert (
+        series_docs(ask(scenarios, "Which refund policy applied on 1 December 2023?"), "refund-policy") == []
+    )
     current = ask(scenarios, "What is the current refund policy?")
     assert series_docs(current, "refund-policy") == ["refund-policy/v3"]
     unfiltered = scenarios.naive_search("refund policy return goods", k=10)
     cards = {e.doc_id: e for e in unfiltered.evidence if e.series_id == "refund-policy"}
     assert len(cards) == 3  # the naive baseline blends all versions; lineage cards say which is which
     assert (cards["refund-policy/v1"].valid_until, cards["refund-policy/v1"].superseded_by) == (
-        d("2024-03-01"), "refund-policy/v2")
+        d("2024-03-01"),
+        "refund-policy/v2",
+    )
     assert (cards["refund-policy/v3"].valid_until, cards["refund-policy/v3"].superseded_by) == (None, None)
 
 
@@ -276,7 +428,10 @@ def test_correction_two_days_later(scenarios: Any) -> None:
     assert series_docs(after, "fee-schedule") == ["fee-schedule/fix-1"]
     blended = scenarios.naive_search("late payment fee euros per invoice", k=10)
     assert {"fee-schedule/v1", "fee-schedule/fix-1"} <= {e.doc_id for e in blended.evidence}
-    assert next(e.corrected_by for e in blended.evidence if e.doc_id == "fee-schedule/v1") == "fee-schedule/fix-1"
+    assert (
+        next(e.corrected_by for e in blended.evidence if e.doc_id == "fee-schedule/v1")
+        == "fee-schedule/fix-1"
+    )
     kinds = [(s.kind, s.doc_ids) for s in blended.signals if isinstance(s, ConflictSignal)]
     assert (ConflictKind.CORRECTION, ("fee-schedule/v1", "fee-schedule/fix-1")) in kinds
 
@@ -289,8 +444,9 @@ def test_late_arriving_version_as_of(scenarios: Any) -> None:
     assert [e.valid_until for e in before.evidence if e.series_id == "data-retention"] == [d("2023-09-01")]
     after = ask(scenarios, question, as_of=d("2024-12-04"))
     assert series_docs(after, "data-retention") == ["data-retention/v2"]
-    assert series_docs(ask(scenarios, "Which data retention rule applied on 1 March 2023?"),
-                       "data-retention") == ["data-retention/v1"]
+    assert series_docs(
+        ask(scenarios, "Which data retention rule applied on 1 March 2023?"), "data-retention"
+    ) == ["data-retention/v1"]
 
 
 @pytest.mark.integration
@@ -298,8 +454,14 @@ def test_overlapping_versions_conflict(scenarios: Any) -> None:
     result = ask(scenarios, "Which travel policy applied on 15 June 2022?")
     assert series_docs(result, "travel-policy") == ["travel-policy/v1", "travel-policy/v2"]
     found = [s for s in result.signals if isinstance(s, ConflictSignal)]
-    assert found == [ConflictSignal(ConflictKind.OVERLAP, "travel-policy", ("travel-policy/v1", "travel-policy/v2"),
-                                    Interval(d("2022-06-01"), d("2022-07-01")))]
+    assert found == [
+        ConflictSignal(
+            ConflictKind.OVERLAP,
+            "travel-policy",
+            ("travel-policy/v1", "travel-policy/v2"),
+            Interval(d("2022-06-01"), d("2022-07-01")),
+        )
+    ]
     quiet = ask(scenarios, "Which travel policy applied on 1 March 2022?")
     assert series_docs(quiet, "travel-policy") == ["travel-policy/v1"]
     assert not [s for s in quiet.signals if isinstance(s, ConflictSignal)]
@@ -312,8 +474,16 @@ def test_month_of_missing_evidence_is_a_gap(scenarios: Any) -> None:
     found = [s.interval for s in result.signals if isinstance(s, GapSignal)]
     assert found == [Interval(d("2021-05-01"), d("2021-06-01"), Granularity.MONTH)]
     assert "GAP: no evidence during [2021-05-01T00:00:00Z, 2021-06-01T00:00:00Z)" in summarize(result)
-    assert result.to_dict()["signals"] == [{"type": "gap", "interval": {
-        "start": "2021-05-01T00:00:00Z", "end": "2021-06-01T00:00:00Z", "granularity": "month"}}]
+    assert result.to_dict()["signals"] == [
+        {
+            "type": "gap",
+            "interval": {
+                "start": "2021-05-01T00:00:00Z",
+                "end": "2021-06-01T00:00:00Z",
+                "granularity": "month",
+            },
+        }
+    ]
 
 
 @pytest.mark.integration
@@ -323,7 +493,8 @@ def test_ambiguous_old_rule_asks_for_clarification(scenarios: Any) -> None:
     (clar,) = [s for s in result.signals if s.to_dict()["type"] == "clarification"]
     assert [(c.doc_id, c.valid) for c in clar.candidates] == [
         ("parking-rule/v1", Interval(d("2019-01-01"), d("2019-06-01"))),
-        ("parking-rule/v2", Interval(d("2019-06-01"), d("2020-01-01")))]
+        ("parking-rule/v2", Interval(d("2019-06-01"), d("2020-01-01"))),
+    ]
     assert "parking-rule/v3" not in series_docs(result, "parking-rule")
     single = ask(scenarios, "What did the old badge rule say?")
     assert not single.intent.needs_clarification
@@ -379,7 +550,9 @@ def test_tzdb_as_shipped_plans_one_inferred_series() -> None:
     assert {p.series_id for p in plan.todo} == {"tzdb-release"}
     assert all(p.source.metadata[SERIES_INFERRED_KEY] for p in plan.todo)
     by_version = {r["version"]: r["doc_id"] for r in rows}
-    assert {p.doc_id: p.supersedes for p in plan.todo} == {r["doc_id"]: by_version.get(r["supersedes"]) for r in rows}
+    assert {p.doc_id: p.supersedes for p in plan.todo} == {
+        r["doc_id"]: by_version.get(r["supersedes"]) for r in rows
+    }
 
 
 def test_debian_as_shipped_links_each_entry_to_the_next_older_one() -> None:
@@ -405,8 +578,9 @@ def test_debian_as_shipped_links_each_entry_to_the_next_older_one() -> None:
             older = entry[(r["package"], r["entry_index"] + 2)]
         assert p.supersedes == (older["doc_id"] if older else None), r["doc_id"]
     mapped = plan_versions(docs, [], LineageConfig(series_field="package"))
-    assert {p.doc_id: p.series_id for p in mapped.todo} == {r["doc_id"]: r["package"] for r in rows
-                                                              if r["doc_id"] in planned}
+    assert {p.doc_id: p.series_id for p in mapped.todo} == {
+        r["doc_id"]: r["package"] for r in rows if r["doc_id"] in planned
+    }
     assert {p.doc_id: p.supersedes for p in mapped.todo} == {d: p.supersedes for d, p in planned.items()}
 
 
@@ -414,7 +588,6 @@ def test_debian_as_shipped_links_each_entry_to_the_next_older_one() -> None:
 def real(tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from accounting import assert_accounted
-
     from diachron.retrieval.client import Client
 
     tmp = tmp_path_factory.mktemp("real")
@@ -434,15 +607,22 @@ def tz_cards(result: Any) -> list[Any]:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("question", "day"), [
-    ("Which tz database release was current on 2019-06-01?", "2019-06-01"),
-    ("Which tz database release was in effect on 15 November 2022?", "2022-11-15"),
-    ("What was the latest tz database release as of 1 June 2015?", "2015-06-01"),
-])
+@pytest.mark.parametrize(
+    ("question", "day"),
+    [
+        ("Which tz database release was current on 2019-06-01?", "2019-06-01"),
+        ("Which tz database release was in effect on 15 November 2022?", "2022-11-15"),
+        ("What was the latest tz database release as of 1 June 2015?", "2015-06-01"),
+    ],
+)
 def test_tzdb_release_current_on(real: Any, question: str, day: str) -> None:
     rows = raw_rows(TZDB)
     expected = current_on(rows, day)
-    assert expected in {"tzdb-release/2019a", "tzdb-release/2022f", "tzdb-release/2015d"}  # the issue's answers
+    assert expected in {
+        "tzdb-release/2019a",
+        "tzdb-release/2022f",
+        "tzdb-release/2015d",
+    }  # the issue's answers
     result = real.search(question, k=10, now=NOW)
     assert result.intent.relation.value == "current"
     cards = tz_cards(result)
@@ -455,8 +635,9 @@ def test_tzdb_release_current_on(real: Any, question: str, day: str) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("package", "day"), [("brotli", "2020-05-01"), ("gdbm", "2021-08-01"),
-                                              ("tzdata", "2022-11-15")])
+@pytest.mark.parametrize(
+    ("package", "day"), [("brotli", "2020-05-01"), ("gdbm", "2021-08-01"), ("tzdata", "2022-11-15")]
+)
 def test_debian_version_current_on(real: Any, package: str, day: str) -> None:
     rows = [r for r in raw_rows(DEBIAN) if r["package"] == package]
     expected = current_on(rows, day)
@@ -472,29 +653,64 @@ def hand_result() -> Any:
     from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
     from diachron.schemas.intent import Relation, TemporalIntent
 
-    intent = TemporalIntent("Which travel policy applied?", (Interval(d("2022-06-15"), d("2022-06-16")),),
-                            Relation.CURRENT, d("2024-12-10"))
-    cards = tuple(Evidence(f"c{n}", f"travel-policy/v{n}", "travel-policy", "t", f"Travel policy {n}.", 0.5,
-                           d(start), (), "published", d(start), until, d("2024-12-01"))
-                  for n, start, until in ((1, "2022-01-01", d("2022-07-01")), (2, "2022-06-01", None)))
-    conflict = ConflictSignal(ConflictKind.OVERLAP, "travel-policy", ("travel-policy/v1", "travel-policy/v2"),
-                              Interval(d("2022-06-01"), d("2022-07-01")))
-    trace = SearchTrace(filter={"as_of": "2024-12-02T00:00:00Z"}, candidates_after_filter=2, anchors=0,
-                        anchor_granularity=None)
+    intent = TemporalIntent(
+        "Which travel policy applied?",
+        (Interval(d("2022-06-15"), d("2022-06-16")),),
+        Relation.CURRENT,
+        d("2024-12-10"),
+    )
+    cards = tuple(
+        Evidence(
+            f"c{n}",
+            f"travel-policy/v{n}",
+            "travel-policy",
+            "t",
+            f"Travel policy {n}.",
+            0.5,
+            d(start),
+            (),
+            "published",
+            d(start),
+            until,
+            d("2024-12-01"),
+        )
+        for n, start, until in ((1, "2022-01-01", d("2022-07-01")), (2, "2022-06-01", None))
+    )
+    conflict = ConflictSignal(
+        ConflictKind.OVERLAP,
+        "travel-policy",
+        ("travel-policy/v1", "travel-policy/v2"),
+        Interval(d("2022-06-01"), d("2022-07-01")),
+    )
+    trace = SearchTrace(
+        filter={"as_of": "2024-12-02T00:00:00Z"},
+        candidates_after_filter=2,
+        anchors=0,
+        anchor_granularity=None,
+    )
     return SearchResult(intent, cards, trace, (conflict,))
 
 
 def test_summary_states_scope_versions_and_conflicts() -> None:
     assert summarize(hand_result()).splitlines() == [
         "Question: Which travel policy applied?",
-        ("Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time 2024-12-10T00:00:00Z; "
-         "as recorded by 2024-12-02T00:00:00Z)"),
-        ("[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, 2022-07-01T00:00:00Z); "
-         "recorded 2024-12-01T00:00:00Z): Travel policy 1."),
-        ("[2] travel-policy/v2 (published 2022-06-01T00:00:00Z; valid [2022-06-01T00:00:00Z, +inf); "
-         "recorded 2024-12-01T00:00:00Z): Travel policy 2."),
-        ("CONFLICT (overlap) in travel-policy during [2022-06-01T00:00:00Z, 2022-07-01T00:00:00Z): "
-         "travel-policy/v1, travel-policy/v2")]
+        (
+            "Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time 2024-12-10T00:00:00Z; "
+            "as recorded by 2024-12-02T00:00:00Z)"
+        ),
+        (
+            "[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, 2022-07-01T00:00:00Z); "
+            "recorded 2024-12-01T00:00:00Z): Travel policy 1."
+        ),
+        (
+            "[2] travel-policy/v2 (published 2022-06-01T00:00:00Z; valid [2022-06-01T00:00:00Z, +inf); "
+            "recorded 2024-12-01T00:00:00Z): Travel policy 2."
+        ),
+        (
+            "CONFLICT (overlap) in travel-policy during [2022-06-01T00:00:00Z, 2022-07-01T00:00:00Z): "
+            "travel-policy/v1, travel-policy/v2"
+        ),
+    ]
 
 
 def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
@@ -508,8 +724,12 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            seen.append({"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
-            reply = json.dumps({"choices": [{"message": {"content": "Between 2022-06-01 and 2022-07-01 both apply."}}]})
+            seen.append(
+                {"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))}
+            )
+            reply = json.dumps(
+                {"choices": [{"message": {"content": "Between 2022-06-01 and 2022-07-01 both apply."}}]}
+            )
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -530,6 +750,8 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
     assert text == "Between 2022-06-01 and 2022-07-01 both apply."
     (call,) = seen
     assert call["path"] == "/v1/chat/completions" and call["body"]["model"] == "tiny"
-    assert call["body"]["messages"] == [{"role": "system", "content": SYSTEM_PROMPT},
-                                        {"role": "user", "content": summarize(result)}]
+    assert call["body"]["messages"] == [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": summarize(result)},
+    ]
     assert answer(result) == summarize(result)

@@ -1,7 +1,6 @@
 """SortedOverlaps against the definition of half-open overlap, evaluated by brute force (a second method)."""
 
 import numpy as np
-
 from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST
 from diachron.schemas.overlaps import SortedOverlaps
 
@@ -25,16 +24,18 @@ def test_hand_worked_overlaps_are_half_open():
 def test_random_intervals_of_every_length_match_brute_force():
     rng = np.random.default_rng(7)
     n = 5000
-    starts = rng.integers(-10**15, 10**15, n)
+    starts = rng.integers(-(10**15), 10**15, n)
     # lengths on a log scale, including exact powers of two and zero
-    lengths = np.where(rng.random(n) < 0.1, 1 << rng.integers(0, 50, n), (10 ** rng.uniform(0, 15, n)).astype(np.int64))
+    lengths = np.where(
+        rng.random(n) < 0.1, 1 << rng.integers(0, 50, n), (10 ** rng.uniform(0, 15, n)).astype(np.int64)
+    )
     lengths[:20] = 0
     ends = starts + lengths
     starts[rng.random(n) < 0.05] = OPEN_PAST
     ends[rng.random(n) < 0.05] = OPEN_FUTURE
     index = SortedOverlaps(starts, ends, OPEN_PAST, OPEN_FUTURE)
     for _ in range(300):
-        qs = int(rng.integers(-10**15, 10**15))
+        qs = int(rng.integers(-(10**15), 10**15))
         qe = qs + int(10 ** rng.uniform(0, 15))
         if rng.random() < 0.1:
             qs = OPEN_PAST

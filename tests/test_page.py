@@ -16,9 +16,17 @@ import pytest
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 MSFT = "How did Microsoft Corp. (MSFT) stock perform between September 2010 and August 2012?"
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-         "--window-size=1200,2200"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--window-size=1200,2200",
+]
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +34,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     if not (CHROMIUM.is_file() and DRIVER.is_file()):
-        pytest.fail("chromium and chromium-driver are missing: run scripts/install.sh (apt-get install chromium chromium-driver)")
+        pytest.fail(
+            "chromium and chromium-driver are missing: run scripts/install.sh (apt-get install chromium chromium-driver)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -97,7 +107,7 @@ def test_the_page_shows_the_time_of_the_answer(browser, page_url, tmp_path):
     assert all(p.startswith("published ") for p in published)
     bars = browser.find_elements(By.CSS_SELECTOR, "#timeline rect.bar")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline rect.window")) == 1
-    assert len(bars) >= 5            # at least each card's own month inside the window
+    assert len(bars) >= 5  # at least each card's own month inside the window
     _check_axis(browser)
     trace = browser.find_element(By.ID, "trace-box")
     browser.execute_script("arguments[0].open = true", trace)
@@ -112,7 +122,9 @@ def test_the_page_shows_the_time_of_the_answer(browser, page_url, tmp_path):
     browser.execute_script("arguments[0].value = '2011-03-01'; arguments[1].value = '2011-05-31'", start, end)
     browser.find_element(By.ID, "rerun").click()
     _wait(browser, lambda b: b.find_element(By.ID, "window-chip").text == "1 Mar 2011 – 31 May 2011")
-    docs = {c.get_attribute("data-doc") for c in browser.find_elements(By.CSS_SELECTOR, "#cards article.card")}
+    docs = {
+        c.get_attribute("data-doc") for c in browser.find_elements(By.CSS_SELECTOR, "#cards article.card")
+    }
     assert {"stock-MSFT-2011-03", "stock-MSFT-2011-04", "stock-MSFT-2011-05"} <= docs
 
 
@@ -134,9 +146,13 @@ def _check_axis(browser) -> None:
         month, year = label.split()
         at = datetime(int(year), MONTHS.index(month) + 1, 1, tzinfo=UTC).timestamp()
         assert abs(float(tick.get_attribute("x")) - (x0 + (at - lo) / (hi - lo) * width)) < 1.0, label
-    widths = [float(b.get_attribute("width")) for b in browser.find_elements(By.CSS_SELECTOR, "#timeline rect.bar")]
+    widths = [
+        float(b.get_attribute("width")) for b in browser.find_elements(By.CSS_SELECTOR, "#timeline rect.bar")
+    ]
     assert min(widths) >= 3
-    assert browser.find_elements(By.CSS_SELECTOR, "#timeline circle.point")  # each summary's Dec 2010 YTD base
+    assert browser.find_elements(
+        By.CSS_SELECTOR, "#timeline circle.point"
+    )  # each summary's Dec 2010 YTD base
 
 
 def test_an_empty_question_is_a_one_line_error_on_the_page(browser, page_url):

@@ -16,8 +16,6 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from bench.speed.generate import generate
 from diachron.ingest.time_index import build_time_index
 from diachron.retrieval import quantized
 from diachron.retrieval import search as search_module
@@ -28,6 +26,8 @@ from diachron.schemas.records import intervals_from_arrow
 from diachron.schemas.time import Interval
 from diachron.schemas.time_index import index_dir
 
+from bench.speed.generate import generate
+
 pytestmark = pytest.mark.integration
 
 N, K = 8_000, 10
@@ -35,9 +35,15 @@ WIDE = Interval(datetime(1999, 1, 1, tzinfo=UTC), None)
 NARROW = Interval(datetime(2010, 3, 1, tzinfo=UTC), datetime(2010, 4, 1, tzinfo=UTC))
 
 
-def _truth(rows: list[dict], vectors: np.ndarray, window: Interval, vector: np.ndarray) -> tuple[set[int], list[int]]:
+def _truth(
+    rows: list[dict], vectors: np.ndarray, window: Interval, vector: np.ndarray
+) -> tuple[set[int], list[int]]:
     """``(in-window offsets, exact top-K offsets)`` by hand: overlaps per interval, then a full dot product."""
-    inside = [i for i, r in enumerate(rows) if any(iv.overlaps(window) for iv in intervals_from_arrow(r["intervals"]))]
+    inside = [
+        i
+        for i, r in enumerate(rows)
+        if any(iv.overlaps(window) for iv in intervals_from_arrow(r["intervals"]))
+    ]
     scores = vectors[inside] @ vector
     return set(inside), [inside[j] for j in np.argsort(-scores)[:K]]
 
@@ -47,7 +53,9 @@ def _tight_clusters(data: pa.Table, seed: int) -> pa.Table:
     centres leave too few neighbours per node for any partition to help)."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((16, 384)).astype(np.float32)
-    x = centres[rng.integers(0, 16, data.num_rows)] + 0.03 * rng.standard_normal((data.num_rows, 384)).astype(np.float32)
+    x = centres[rng.integers(0, 16, data.num_rows)] + 0.03 * rng.standard_normal((data.num_rows, 384)).astype(
+        np.float32
+    )
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     column = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), 384)
     return data.set_column(data.schema.get_field_index("vector"), data.schema.field("vector"), column)
@@ -58,7 +66,9 @@ def _queries(table_rows: list[dict], n: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     out = []
     for i in rng.integers(0, len(table_rows), n):
-        v = np.asarray(table_rows[i]["vector"], dtype=np.float32) + 0.03 * rng.standard_normal(384).astype(np.float32)
+        v = np.asarray(table_rows[i]["vector"], dtype=np.float32) + 0.03 * rng.standard_normal(384).astype(
+            np.float32
+        )
         out.append(v / np.linalg.norm(v))
     return out
 
@@ -70,10 +80,16 @@ def tables(tmp_path_factory):
         data, _ = generate(N, seed=21, kind="uniform")
         data = _tight_clusters(data, seed=3) if kind == "clustered" else data
         table = lancedb.connect(str(tmp_path_factory.mktemp(kind) / "db")).create_table("chunks", data=data)
-        manifest = build_time_index(table.to_lance(), index_dir(table.to_lance().uri), segment_rows=256,
-                                    ann_min_rows=1024)
+        manifest = build_time_index(
+            table.to_lance(), index_dir(table.to_lance().uri), segment_rows=256, ann_min_rows=1024
+        )
         rows = data.to_pylist()
-        out[kind] = (table, rows, np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rows]), manifest)
+        out[kind] = (
+            table,
+            rows,
+            np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rows]),
+            manifest,
+        )
     return out
 
 
@@ -96,7 +112,9 @@ def test_with_the_int8_kernel_a_wide_window_is_exact_and_cheaper_than_the_tree(t
     ti = searcher.time_index
     cover = ti.cover(searcher._candidates(tf).positions(ti), tf)
     assert plan.path == "exact" and plan.layout == "time" and plan.expected_recall == 1.0
-    assert quantized.first_pass_cost(384) * ti.num_rows < 3.0 * cover.scored_rows  # why: the int8 pass reads less
+    assert (
+        quantized.first_pass_cost(384) * ti.num_rows < 3.0 * cover.scored_rows
+    )  # why: the int8 pass reads less
     for vector in _queries(rows, 4, seed=9):
         offsets, scores, _ = searcher.top_k_planned(vector, tf, k=K)
         _, truth = _truth(rows, vectors, WIDE, vector)
@@ -113,9 +131,11 @@ def test_planner_exact_when_few_approximate_when_many_and_cheap(tables, numpy_fi
     wide, cover = searcher.plan(TimeFilter(event=(WIDE,)))
     assert wide.path == "approximate"
     assert wide.scored_rows <= 0.5 * wide.candidates
-    assert wide.expected_recall == min(manifest["levels"][str(int(searcher.time_index.nodes["level"][n]))]
-                                       ["recall_at_10"] for n in cover.nodes
-                                       if searcher.time_index.node_lists[n] < searcher.time_index.node_lists[n + 1])
+    assert wide.expected_recall == min(
+        manifest["levels"][str(int(searcher.time_index.nodes["level"][n]))]["recall_at_10"]
+        for n in cover.nodes
+        if searcher.time_index.node_lists[n] < searcher.time_index.node_lists[n + 1]
+    )
     # uniform vectors: no nprobe below half the lists reached the recall target, so the planner stays exact
     uniform, _, _, u_manifest = tables["uniform"]
     assert all(level["nprobe"] == level["nlist"] for level in u_manifest["levels"].values())
@@ -129,7 +149,11 @@ def test_approximate_results_lie_in_the_window_with_measured_recall(tables, nump
     recalls = []
     exact = Searcher(table, temporal_weight=0.0)
     exact.time_index = None
-    windows = [WIDE, Interval(datetime(1997, 1, 1, tzinfo=UTC), None), Interval(None, datetime(2024, 1, 1, tzinfo=UTC))]
+    windows = [
+        WIDE,
+        Interval(datetime(1997, 1, 1, tzinfo=UTC), None),
+        Interval(None, datetime(2024, 1, 1, tzinfo=UTC)),
+    ]
     for window, vector in zip(windows * 4, _queries(rows, 12, seed=4), strict=True):
         inside, truth = _truth(rows, vectors, window, vector)
         hits = searcher.search(vector, TimeFilter(event=(window,)), k=K)
@@ -139,8 +163,10 @@ def test_approximate_results_lie_in_the_window_with_measured_recall(tables, nump
         assert np.allclose([h.score for h in hits], vectors[got] @ vector, atol=1e-5)  # exact scores
         recalls.append(len(set(got) & set(truth)) / K)
         # the exact path (no index) gives the truth itself
-        assert [int(h.row["chunk_id"].rsplit("-", 1)[1]) for h in exact.search(vector, TimeFilter(event=(window,)))] \
-            == truth
+        assert [
+            int(h.row["chunk_id"].rsplit("-", 1)[1])
+            for h in exact.search(vector, TimeFilter(event=(window,)))
+        ] == truth
     assert np.mean(recalls) >= 0.9, recalls
 
 
@@ -192,7 +218,9 @@ def test_candidates_and_the_hull_of_their_time_positions(tables):
             lo, hi = ti.hull(tf)
             positions = ti.position[np.array(want)]
             assert lo <= positions.min() and positions.max() < hi  # no candidate outside the hull
-            if not admit and window is not WIDE:  # whole blocks of 256 rows: a narrow window reads few of them
+            if (
+                not admit and window is not WIDE
+            ):  # whole blocks of 256 rows: a narrow window reads few of them
                 assert hi - lo < 0.6 * N, (window, lo, hi)
             vector = vectors[len(want) % N]
             offsets, _, plan = searcher.top_k_planned(vector, tf, k=K)
@@ -217,12 +245,18 @@ def test_the_planner_skips_the_tree_when_its_boundary_alone_costs_more(tables, n
     table, rows, _, _ = tables["clustered"]
     searcher = Searcher(table, temporal_weight=0.0)
     ti = searcher.time_index
-    month = Interval(datetime(2001, 1, 1, tzinfo=UTC), datetime(2001, 2, 1, tzinfo=UTC))  # narrower than a leaf
+    month = Interval(
+        datetime(2001, 1, 1, tzinfo=UTC), datetime(2001, 2, 1, tzinfo=UTC)
+    )  # narrower than a leaf
     tf = TimeFilter(event=(month,))
     assert ti.inside_rows(tf) == 0
     calls = []
-    ti.cover = lambda *a: calls.append(a)  # never asked: every candidate of a window no leaf lies inside is boundary
+    ti.cover = lambda *a: calls.append(
+        a
+    )  # never asked: every candidate of a window no leaf lies inside is boundary
     plan, _ = searcher.plan(tf)
     assert plan.path == "exact" and not calls and plan.candidates > 0
     wide = TimeFilter(event=(WIDE,))
-    assert ti.inside_rows(wide) >= 0.5 * searcher.count(wide)  # a wide window: most candidates in inside leaves
+    assert ti.inside_rows(wide) >= 0.5 * searcher.count(
+        wide
+    )  # a wide window: most candidates in inside leaves

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import lancedb
 import pytest
-
 from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.retrieval.client import Client
 from diachron.schemas.time import Interval, parse_instant
@@ -38,7 +37,9 @@ def test_stock_index_has_one_chunk_per_summary(stock_db):
     row = [r for r in chunks.to_pylist() if r["doc_id"] == "stock-MSFT-2008-10"][0]
     months = [i for i in row["intervals"] if i["granularity"] == "month"]
     # one interval per mention, each with its kind (and derived spans beside them): October 2008 is among them
-    assert ("2008-10-01", "2008-11-01") in {(m["start"].date().isoformat(), m["end"].date().isoformat()) for m in months}
+    assert ("2008-10-01", "2008-11-01") in {
+        (m["start"].date().isoformat(), m["end"].date().isoformat()) for m in months
+    }
 
 
 def test_window_questions_recall_and_time_contract(stock_db, shared_dir):
@@ -53,14 +54,16 @@ def test_window_questions_recall_and_time_contract(stock_db, shared_dir):
         result = client.search(q["question"], k=20, now=NOW)
         assert list(result.intent.intervals) == [window], q["question"]
         assert result.evidence, q["question"]
-        for e in result.evidence:   # every evidence chunk overlaps the window
+        for e in result.evidence:  # every evidence chunk overlaps the window
             assert any(i.overlaps(window) for i in e.intervals), (q["qid"], e.doc_id)
         published = [e.published_at for e in result.evidence]
-        assert published == sorted(published)   # chronological context
+        assert published == sorted(published)  # chronological context
         ranked = [e.doc_id for e in sorted(result.evidence, key=lambda e: e.rank)]
         for k in ta:
             ta[k].append(_recall(ranked, gold, k))
-        base = [e.doc_id for e in sorted(client.naive_search(q["question"], k=10).evidence, key=lambda e: e.rank)]
+        base = [
+            e.doc_id for e in sorted(client.naive_search(q["question"], k=10).evidence, key=lambda e: e.rank)
+        ]
         naive[10].append(_recall(base, gold, 10))
     mean = {k: sum(v) / len(v) for k, v in ta.items()}
     naive10 = sum(naive[10]) / len(naive[10])
@@ -72,22 +75,33 @@ def test_window_questions_recall_and_time_contract(stock_db, shared_dir):
 def test_reingest_writes_nothing_and_keeps_transaction_time(stock_db, shared_dir):
     uri, _ = stock_db
     db = lancedb.connect(uri)
-    before = {r["chunk_id"]: r["recorded_at"] for r in db.open_table("chunks").to_arrow().select(
-        ["chunk_id", "recorded_at"]).to_pylist()}
+    before = {
+        r["chunk_id"]: r["recorded_at"]
+        for r in db.open_table("chunks").to_arrow().select(["chunk_id", "recorded_at"]).to_pylist()
+    }
     runs_before = db.open_table("runs").count_rows()
     source = str(shared_dir / "data" / "stocks_quandl_wiki" / "monthly_summaries.jsonl")
     again = run_ingest([source], IngestConfig(db_uri=uri, num_cpus=2))
     assert (again.documents_written, again.chunks_written, again.documents_unchanged) == (0, 0, 586)
-    after = {r["chunk_id"]: r["recorded_at"] for r in db.open_table("chunks").to_arrow().select(
-        ["chunk_id", "recorded_at"]).to_pylist()}
+    after = {
+        r["chunk_id"]: r["recorded_at"]
+        for r in db.open_table("chunks").to_arrow().select(["chunk_id", "recorded_at"]).to_pylist()
+    }
     assert after == before
     assert db.open_table("documents").count_rows() == 586
     assert db.open_table("runs").count_rows() == runs_before + 1
 
 
 def test_malformed_records_are_quarantined_and_the_rest_is_written(tmp_path):
-    good = [{"doc_id": f"note-{n}", "title": f"Note {n}", "published_at": f"2021-0{n}-15",
-             "text": f"The committee met on {n} March 2021 to review the budget."} for n in (1, 2, 3)]
+    good = [
+        {
+            "doc_id": f"note-{n}",
+            "title": f"Note {n}",
+            "published_at": f"2021-0{n}-15",
+            "text": f"The committee met on {n} March 2021 to review the budget.",
+        }
+        for n in (1, 2, 3)
+    ]
     lines = [json.dumps(g) for g in good] + [
         json.dumps({"doc_id": "empty", "text": "   "}),
         "{not json",
@@ -103,12 +117,17 @@ def test_malformed_records_are_quarantined_and_the_rest_is_written(tmp_path):
     assert reasons["empty"] == "missing or empty 'text'"
     assert reasons[f"{source}:5"].startswith("invalid JSON")
     assert reasons["bad-date"].startswith("bad timestamp")
-    assert json.loads([r for r in rows if r["record_id"] == "bad-date"][0]["payload_json"])["published_at"] == "31/31/2021"
+    assert (
+        json.loads([r for r in rows if r["record_id"] == "bad-date"][0]["payload_json"])["published_at"]
+        == "31/31/2021"
+    )
 
 
 def test_chunk_time_falls_back_to_publication_day_then_unknown(tmp_path):
-    docs = [{"doc_id": "dated", "published_at": "2020-05-04T15:00:00Z", "text": "Nothing about time here."},
-            {"doc_id": "undated", "text": "Nothing about time here either, and no metadata."}]
+    docs = [
+        {"doc_id": "dated", "published_at": "2020-05-04T15:00:00Z", "text": "Nothing about time here."},
+        {"doc_id": "undated", "text": "Nothing about time here either, and no metadata."},
+    ]
     source = tmp_path / "d.jsonl"
     source.write_text("\n".join(map(json.dumps, docs)) + "\n")
     uri = str(tmp_path / "db")
@@ -117,13 +136,20 @@ def test_chunk_time_falls_back_to_publication_day_then_unknown(tmp_path):
     dated, undated = rows["dated"], rows["undated"]
     assert dated["time_source"] == "published"
     assert [(i["start"], i["end"]) for i in dated["intervals"]] == [
-        (datetime(2020, 5, 4, tzinfo=UTC), datetime(2020, 5, 5, tzinfo=UTC))]
-    assert (undated["time_source"], undated["time_status"], undated["intervals"]) == ("unknown", "unknown", [])
+        (datetime(2020, 5, 4, tzinfo=UTC), datetime(2020, 5, 5, tzinfo=UTC))
+    ]
+    assert (undated["time_source"], undated["time_status"], undated["intervals"]) == (
+        "unknown",
+        "unknown",
+        [],
+    )
     client = Client(uri)
     in_2020 = client.search("What happened in 2020?", k=5, now=NOW, strict=True)
-    assert [e.doc_id for e in in_2020.evidence] == ["dated"]   # unknown time is never valid for every date
-    tiers = client.search("What happened in 2020?", k=5, now=NOW)   # ... only a lower tier, marked as such
+    assert [e.doc_id for e in in_2020.evidence] == ["dated"]  # unknown time is never valid for every date
+    tiers = client.search("What happened in 2020?", k=5, now=NOW)  # ... only a lower tier, marked as such
     assert [(e.doc_id, e.to_dict()["time_status"]) for e in sorted(tiers.evidence, key=lambda e: e.rank)] == [
-        ("dated", "known"), ("undated", "time unknown")]
+        ("dated", "known"),
+        ("undated", "time unknown"),
+    ]
     anytime = client.search("Nothing about time", k=5, now=NOW)
     assert {e.doc_id for e in anytime.evidence} == {"dated", "undated"}

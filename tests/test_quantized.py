@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from diachron.retrieval import quantized
 from diachron.retrieval.quantized import certified_top, estimate, estimate_bound, prepare, upper_bounds
 from diachron.schemas.time_index import int8_scale, quantize
@@ -44,8 +43,14 @@ def test_every_estimate_lies_within_its_bound(kind, backend):
     scale = int8_scale(np.abs(x).max(axis=0))
     codes = quantize(x, scale)
     rng = np.random.default_rng(1)
-    for q in _unit(np.concatenate([x[rng.integers(0, len(x), 4)] + 0.1 * rng.standard_normal((4, x.shape[1])),
-                                   rng.standard_normal((4, x.shape[1]))])):
+    for q in _unit(
+        np.concatenate(
+            [
+                x[rng.integers(0, len(x), 4)] + 0.1 * rng.standard_normal((4, x.shape[1])),
+                rng.standard_normal((4, x.shape[1])),
+            ]
+        )
+    ):
         prepared = prepare(q, scale)
         est = estimate(codes, prepared)
         exact = x.astype(np.float64) @ q.astype(np.float64)
@@ -75,8 +80,10 @@ def test_certified_top_is_the_exact_top_k(kind, backend):
         calls.clear()
         est = estimate(codes[rows], prepared)
         truth = rows[np.argsort(-(x[rows].astype(np.float64) @ q), kind="stable")[:10]]
-        for got, scores in (certified_top(rows, upper_bounds(est, prepared), exact, 10),
-                            certified_top(rows, est, exact, 10, bound=estimate_bound(prepared))):
+        for got, scores in (
+            certified_top(rows, upper_bounds(est, prepared), exact, 10),
+            certified_top(rows, est, exact, 10, bound=estimate_bound(prepared)),
+        ):
             assert set(got.tolist()) == set(truth.tolist())
             assert np.allclose(scores, x[got] @ q, atol=1e-6)
             assert list(scores) == sorted(scores, reverse=True)
@@ -87,8 +94,9 @@ def test_certified_top_returns_each_repeated_key_once():
     keys = np.array([5, 5, 7, 7, 7, 9, 11], dtype=np.int64)
     score = {5: 0.9, 7: 0.5, 9: 0.7, 11: 0.1}
     upper = np.array([score[k] + 0.01 for k in keys])
-    got, scores = certified_top(keys, upper, lambda ks: np.array([score[int(k)] for k in ks], dtype=np.float32), 3,
-                                distinct=True)
+    got, scores = certified_top(
+        keys, upper, lambda ks: np.array([score[int(k)] for k in ks], dtype=np.float32), 3, distinct=True
+    )
     assert got.tolist() == [5, 9, 7]
     assert np.allclose(scores, [0.9, 0.7, 0.5])
     got, _ = certified_top(keys[:0], upper[:0], lambda ks: np.zeros(len(ks)), 3)

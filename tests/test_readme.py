@@ -45,7 +45,7 @@ EXCLUDED = {
     "ray start": "cluster set-up: tests/test_cluster.py",
     "RAY_ADDRESS=head-host": "needs a Ray cluster: tests/test_cluster.py, test_s3.py",
     "export AWS_": "object-store credentials: tests/test_s3.py (moto on 127.0.0.1)",
-    "diachron ask \"Which tz database release": "needs data/tz.lancedb from the tzdb ingest above (test_lineage.py)",
+    'diachron ask "Which tz database release': "needs data/tz.lancedb from the tzdb ingest above (test_lineage.py)",
     "python -m vllm": "a GPU vLLM server",
 }
 #: commands that run against the service started from README's own `diachron serve` line
@@ -59,7 +59,9 @@ def _blocks(language: str) -> list[str]:
 def _shell_lines() -> list[str]:
     lines = []
     for block in _blocks("bash"):
-        lines += [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+        lines += [
+            line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")
+        ]
     return lines
 
 
@@ -86,17 +88,26 @@ def workdir(stock_db, shared_dir, tmp_path_factory) -> Path:
 
 def _env() -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
 
 
 def _run(line: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300
+    )
 
 
 def _cli_lines() -> list[str]:
-    return [line for line in _shell_lines() if not _excluded(line)
-            and line.startswith(("diachron ask", "diachron annotate", "diachron intent"))]
+    return [
+        line
+        for line in _shell_lines()
+        if not _excluded(line) and line.startswith(("diachron ask", "diachron annotate", "diachron intent"))
+    ]
 
 
 @pytest.mark.integration
@@ -120,8 +131,9 @@ def test_the_refund_example_finds_its_time():
     line = next(line for line in _shell_lines() if "refund rule on 20 April" in line)
     now = parse_instant(re.search(r"--now (\S+)", line).group(1))
     intent = parse_intent("What was the refund rule on 20 April?", now=now)
-    assert [i.to_dict() for i in intent.intervals] == [{"start": "2026-04-20T00:00:00Z", "end": "2026-04-21T00:00:00Z",
-                                                        "granularity": "day"}]
+    assert [i.to_dict() for i in intent.intervals] == [
+        {"start": "2026-04-20T00:00:00Z", "end": "2026-04-21T00:00:00Z", "granularity": "day"}
+    ]
 
 
 @pytest.mark.integration
@@ -129,8 +141,14 @@ def test_python_blocks_run_as_written(workdir):
     for block in _blocks("python"):
         if SERVICE in block:
             continue  # the remote-client block runs against the service below
-        done = subprocess.run([sys.executable, "-c", block], cwd=workdir, env=_env(), capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", block],
+            cwd=workdir,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, f"{block}\n{done.stderr[-2000:]}"
 
 
@@ -142,8 +160,14 @@ def test_service_commands_run_as_written(workdir):
         pytest.fail("something already listens on 127.0.0.1:8000: README's serve line needs that port")
     except httpx.HTTPError:
         pass
-    server = subprocess.Popen(["bash", "-c", f"exec {serve}"], cwd=workdir, env=_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {serve}"],
+        cwd=workdir,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -161,10 +185,15 @@ def test_service_commands_run_as_written(workdir):
             payload = json.loads(done.stdout)
             assert "detail" not in payload, payload
         for block in [b for b in _blocks("python") if SERVICE in b]:
-            done = subprocess.run([sys.executable, "-c", block], cwd=workdir, env=_env(), capture_output=True,
-                                  text=True, timeout=300)
+            done = subprocess.run(
+                [sys.executable, "-c", block],
+                cwd=workdir,
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert done.returncode == 0, f"{block}\n{done.stderr[-2000:]}"
     finally:
         server.terminate()
         server.wait(timeout=30)
-

@@ -6,11 +6,11 @@ import socket
 from datetime import UTC, date, datetime
 
 import pytest
-
-from diachron import Client
 from diachron.retrieval.arguments import clock_argument
 from diachron.retrieval.remote import RemoteClient, ServiceError
 from diachron.schemas.errors import ConfigError
+
+from diachron import Client
 
 
 def _closed_port() -> int:
@@ -19,10 +19,14 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize(("kwargs", "name"), [({"now": "garbage"}, "now"), ({"as_of": "garbage"}, "as_of"),
-                                              ({"now": 1700000000}, "now")])
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"now": "garbage"}, "now"), ({"as_of": "garbage"}, "as_of"), ({"now": 1700000000}, "now")],
+)
 def test_remote_search_refuses_a_clock_that_is_no_datetime_before_any_request(kwargs, name):
-    client = Client(f"http://127.0.0.1:{_closed_port()}")  # nothing listens: a request would be a ServiceError
+    client = Client(
+        f"http://127.0.0.1:{_closed_port()}"
+    )  # nothing listens: a request would be a ServiceError
     assert isinstance(client, RemoteClient)
     with pytest.raises(ConfigError) as caught:
         client.search("How did IBM do in 2011?", **kwargs)
@@ -53,7 +57,9 @@ def test_clock_argument_normalises_to_utc():
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("kwargs", "name"), [({"now": "garbage"}, "now"), ({"as_of": "2020-01-01"}, "as_of")])
+@pytest.mark.parametrize(
+    ("kwargs", "name"), [({"now": "garbage"}, "now"), ({"as_of": "2020-01-01"}, "as_of")]
+)
 def test_local_search_refuses_a_clock_that_is_no_datetime(stock_db, kwargs, name):
     with pytest.raises(ConfigError, match=rf"^{name} must be a datetime"):
         Client(stock_db[0]).search("How did IBM stock perform in March 2011?", **kwargs)

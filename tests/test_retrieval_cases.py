@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from diachron.schemas.intent import Relation
 from diachron.schemas.records import ChunkRecord, arrow_schema, intervals_to_arrow
 from diachron.schemas.time import Interval, parse_instant
@@ -56,24 +55,44 @@ def chunk_rows(records: list[dict[str, Any]], vectors: np.ndarray, embedder_id: 
     rows = []
     for rec, vec in zip(records, vectors, strict=True):
         start, end = naive(rec["event_interval"]["start"]), naive(rec["event_interval"]["end"])
-        rows.append({"chunk_id": rec["id"], "doc_id": f"doc-{rec['id']}", "series_id": f"doc-{rec['id']}", "seq": 0,
-                     "text": rec["text"], "token_count": len(rec["text"].split()), "published_at": None,
-                     "intervals": intervals_to_arrow([Interval(start, end)]), "event_start": start, "event_end": end,
-                     "time_source": "event", "time_status": "known", "valid_from": None, "valid_until": None,
-                     "annotator": "case", "embedder": embedder_id, "recorded_at": None, "run_id": "cases",
-                     "vector": vec.tolist()})
+        rows.append(
+            {
+                "chunk_id": rec["id"],
+                "doc_id": f"doc-{rec['id']}",
+                "series_id": f"doc-{rec['id']}",
+                "seq": 0,
+                "text": rec["text"],
+                "token_count": len(rec["text"].split()),
+                "published_at": None,
+                "intervals": intervals_to_arrow([Interval(start, end)]),
+                "event_start": start,
+                "event_end": end,
+                "time_source": "event",
+                "time_status": "known",
+                "valid_from": None,
+                "valid_until": None,
+                "annotator": "case",
+                "embedder": embedder_id,
+                "recorded_at": None,
+                "run_id": "cases",
+                "vector": vec.tolist(),
+            }
+        )
     return rows
 
 
-def build_store(path: Path, records: list[dict[str, Any]], embedder: Any, vectors: np.ndarray | None = None) -> Any:
+def build_store(
+    path: Path, records: list[dict[str, Any]], embedder: Any, vectors: np.ndarray | None = None
+) -> Any:
     from diachron.ingest.store import Store
     from diachron.retrieval.client import Client
 
     store = Store(str(path), dim=embedder.dim)
     vectors = embedder.embed([r["text"] for r in records]) if vectors is None else vectors
     rows = chunk_rows(records, vectors, embedder.spec.id)
-    store.insert_new("chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=embedder.dim)),
-                     now=RECORDED)
+    store.insert_new(
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=embedder.dim)), now=RECORDED
+    )
     store.table("documents")
     return Client(str(path), embedder=embedder)
 
@@ -116,8 +135,9 @@ def new_york_clock(monkeypatch: pytest.MonkeyPatch) -> Any:
     time.tzset()
 
 
-def test_t16_naive_source_timestamps_mean_utc_under_a_local_zone(tmp_path: Path, embedder: Any,
-                                                                  new_york_clock: Any) -> None:
+def test_t16_naive_source_timestamps_mean_utc_under_a_local_zone(
+    tmp_path: Path, embedder: Any, new_york_clock: Any
+) -> None:
     c = case("T16")
     assert time.localtime(0).tm_zone in ("EST", "EDT")  # the process's zone really is New York
     client = build_store(tmp_path / "db", with_text(c["input"]["records"]), embedder)
@@ -146,14 +166,29 @@ def test_t22_up_to_now_is_bound_to_the_reference_time(tmp_path: Path, embedder: 
     check(expected, returned(result))
 
 
-TEMPLATES = ["deploy checklist", "Deploy checklist.", "deploy checklist notes", "Deploy checklist:",
-             "The deploy checklist", "deploy checklist items", "Deploy checklist notes.", "our deploy checklist",
-             "deploy checklist update", "deploy checklist review", "Deploy checklist (draft)", "deploy checklists"]
+TEMPLATES = [
+    "deploy checklist",
+    "Deploy checklist.",
+    "deploy checklist notes",
+    "Deploy checklist:",
+    "The deploy checklist",
+    "deploy checklist items",
+    "Deploy checklist notes.",
+    "our deploy checklist",
+    "deploy checklist update",
+    "deploy checklist review",
+    "Deploy checklist (draft)",
+    "deploy checklists",
+]
 
 
 def test_t24_narrow_window_is_prefiltered_not_post_filtered(tmp_path: Path, embedder: Any) -> None:
     c = case("T24")
-    (target,), (query,), (expected,) = c["input"]["records"], c["input"]["queries"], c["expected"]["per_query"]
+    (target,), (query,), (expected,) = (
+        c["input"]["records"],
+        c["input"]["queries"],
+        c["expected"]["per_query"],
+    )
     window = Interval.from_dict(query["interval"])
     q = embedder.embed([query["text"]])[0]
     texts = [target["text"], *TEMPLATES]
@@ -166,8 +201,16 @@ def test_t24_narrow_window_is_prefiltered_not_post_filtered(tmp_path: Path, embe
     while n < 4000:
         if not window.contains(day):
             text, vec = closer[n % len(closer)]
-            records.append({"id": f"d{n}", "text": text, "event_interval": {
-                "start": day.isoformat(), "end": (day + timedelta(hours=1)).isoformat()}})
+            records.append(
+                {
+                    "id": f"d{n}",
+                    "text": text,
+                    "event_interval": {
+                        "start": day.isoformat(),
+                        "end": (day + timedelta(hours=1)).isoformat(),
+                    },
+                }
+            )
             rows_vectors.append(vec)
             n += 1
         day += timedelta(days=1)
@@ -175,6 +218,8 @@ def test_t24_narrow_window_is_prefiltered_not_post_filtered(tmp_path: Path, embe
     assert client.chunks.count_rows() == 4001
     unfiltered = client.naive_search(query["text"], k=query["k"])
     assert "target" not in returned(unfiltered), "the case must bite: unfiltered top-10 misses the target"
-    result = client.search_intent(query_intent(client, query, parse_instant(c["reference_time"])), k=query["k"])
+    result = client.search_intent(
+        query_intent(client, query, parse_instant(c["reference_time"])), k=query["k"]
+    )
     check(expected, returned(result))
     assert result.trace.candidates_after_filter == 1

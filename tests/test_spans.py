@@ -14,7 +14,6 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from diachron.ingest.annotation.spans import (
     Span,
     classify,
@@ -39,45 +38,82 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
 
 # --- kinds -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, date, kind", [
-    ("Since 1993 , he has been president of the Alba County PNL chapter .", "1993", "state_start"),
-    ("Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
-     "February 1990", "state_start"),
-    ("Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
-     "1989", "mention"),
-    ("On 1 May 2006 , Heße was appointed Deputy Vicar General of the Archdiocese of Cologne .", "1 May 2006",
-     "state_start"),
-    ("Abel P . Upshur was laid up at Philadelphia until 4 December 1939 , when she was again placed in "
-     "commission .", "4 December 1939", "state_end"),
-    ("In February 2012 , he left the National Alliance Party .", "February 2012", "state_end"),
-    ("Marape first contested the Tari-Pori seat at the 2002 election for the Peoples Progress Party .", "2002",
-     "mention"),
-    ("His first combat mission was on 26 March 1943 .", "26 March 1943", "event"),
-    ("From 1994 to 1995 , he was Officer in charge at the PNG Institute of Medical Research .", "From 1994 to 1995",
-     "state"),
-    ("He had played for SV Werden Bremen from 2012 up until this move .", "2012", "state_start"),
-    # a figure at a date is an event, whatever the verb (real stock summary): not a state ending
-    ("Apple Inc. shares closed April 2000 at $124.06 on April 28, 2000 .", "April 2000", "event"),
-    # a lifespan between a name and its verb identifies the subject (TimeQA leads): a mention, not a state
-    # that every question about the person's life would fit fully (a list entry's span stays a state:
-    # test_a_range_from_the_tagger_is_a_state)
-    ("Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier , actor", "20 June 1925 – 28 May 1971",
-     "mention"),
-    # a change of what a thing is holds from then on (Vologda, TimeQA dev): a state start
-    ("In 1796 , the viceroyalty , administered by a governor-general , was transformed into Vologda Governorate",
-     "1796", "state_start"),
-    ("The town was renamed Voroshilov in 1935 .", "1935", "state_start"),
-    ("In March 1941 he was assigned to the 7th U-boat Flotilla .", "March 1941", "state_start"),
-    # a comparison's base is named in passing (real stock summary): the month's own dates stay events
-    ("Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
-     "of October 31, 2005, up 17.8% for the month .", "October 31, 2005", "mention"),
-    ("Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
-     "of October 31, 2005, up 17.8% for the month .", "November 30, 2005", "event"),
-    ("Unemployment fell to 5.2% , down from 6.1% in March 2009 .", "March 2009", "mention"),
-    ("Turnout was higher than in 1990 .", "1990", "mention"),
-    # "than" before a figure, not before the date: the date is the fact's
-    ("He scored more than 100 goals in 1995 .", "1995", "event"),
-])
+
+@pytest.mark.parametrize(
+    "text, date, kind",
+    [
+        ("Since 1993 , he has been president of the Alba County PNL chapter .", "1993", "state_start"),
+        (
+            "Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
+            "February 1990",
+            "state_start",
+        ),
+        (
+            "Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
+            "1989",
+            "mention",
+        ),
+        (
+            "On 1 May 2006 , Heße was appointed Deputy Vicar General of the Archdiocese of Cologne .",
+            "1 May 2006",
+            "state_start",
+        ),
+        (
+            "Abel P . Upshur was laid up at Philadelphia until 4 December 1939 , when she was again placed in "
+            "commission .",
+            "4 December 1939",
+            "state_end",
+        ),
+        ("In February 2012 , he left the National Alliance Party .", "February 2012", "state_end"),
+        (
+            "Marape first contested the Tari-Pori seat at the 2002 election for the Peoples Progress Party .",
+            "2002",
+            "mention",
+        ),
+        ("His first combat mission was on 26 March 1943 .", "26 March 1943", "event"),
+        (
+            "From 1994 to 1995 , he was Officer in charge at the PNG Institute of Medical Research .",
+            "From 1994 to 1995",
+            "state",
+        ),
+        ("He had played for SV Werden Bremen from 2012 up until this move .", "2012", "state_start"),
+        # a figure at a date is an event, whatever the verb (real stock summary): not a state ending
+        ("Apple Inc. shares closed April 2000 at $124.06 on April 28, 2000 .", "April 2000", "event"),
+        # a lifespan between a name and its verb identifies the subject (TimeQA leads): a mention, not a state
+        # that every question about the person's life would fit fully (a list entry's span stays a state:
+        # test_a_range_from_the_tagger_is_a_state)
+        (
+            "Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier , actor",
+            "20 June 1925 – 28 May 1971",
+            "mention",
+        ),
+        # a change of what a thing is holds from then on (Vologda, TimeQA dev): a state start
+        (
+            "In 1796 , the viceroyalty , administered by a governor-general , was transformed into Vologda Governorate",
+            "1796",
+            "state_start",
+        ),
+        ("The town was renamed Voroshilov in 1935 .", "1935", "state_start"),
+        ("In March 1941 he was assigned to the 7th U-boat Flotilla .", "March 1941", "state_start"),
+        # a comparison's base is named in passing (real stock summary): the month's own dates stay events
+        (
+            "Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
+            "of October 31, 2005, up 17.8% for the month .",
+            "October 31, 2005",
+            "mention",
+        ),
+        (
+            "Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
+            "of October 31, 2005, up 17.8% for the month .",
+            "November 30, 2005",
+            "event",
+        ),
+        ("Unemployment fell to 5.2% , down from 6.1% in March 2009 .", "March 2009", "mention"),
+        ("Turnout was higher than in 1990 .", "1990", "mention"),
+        # "than" before a figure, not before the date: the date is the fact's
+        ("He scored more than 100 goals in 1995 .", "1995", "event"),
+    ],
+)
 def test_kind_from_the_relation_words(text: str, date: str, kind: str) -> None:
     assert _kind(text, date) == kind
 
@@ -88,6 +124,7 @@ def test_a_range_from_the_tagger_is_a_state() -> None:
 
 
 # --- opening, closing, carrying ----------------------------------------------------------------------
+
 
 def _spans(out, provenance: str) -> list[Interval]:
     return [s.interval for s in out.spans if s.provenance == provenance]
@@ -156,10 +193,20 @@ def test_undated_chunks_inherit_section_then_document_then_nothing() -> None:
     flat = document_timeline(chunks, sections=[0, 0, 1, 2], carry=False)
     assert flat[1].spans[0].interval == Interval(t(1994), t(1996))
     # section 2 has no date of its own: the document's extent, 1994 .. end of 2007
-    assert (out[3].time_source, out[3].spans[0].interval) == ("inherited:document", Interval(t(1994), t(2008)))
+    assert (out[3].time_source, out[3].spans[0].interval) == (
+        "inherited:document",
+        Interval(t(1994), t(2008)),
+    )
     assert out[3].spans[0].kind == "inherited"
     # nothing dated anywhere: the publication day, else unknown (nothing invented)
-    (published,) = document_timeline([[]], published_at=t(2020, 3, 4, ))
+    (published,) = document_timeline(
+        [[]],
+        published_at=t(
+            2020,
+            3,
+            4,
+        ),
+    )
     assert (published.time_source, published.spans[0].interval) == ("published", period(t(2020, 3, 4), "day"))
     (unknown,) = document_timeline([[]])
     assert (unknown.time_source, unknown.time_status, unknown.spans) == ("unknown", "unknown", [])
@@ -181,8 +228,11 @@ def test_a_dated_chunk_also_carries_its_wider_section_span() -> None:
 
 def test_sections_start_at_markdown_headings() -> None:
     text = "## Early career\n\nBorn 1971.\n\nGraduated 1993.\n\n## Political career\n\nElected 2007."
-    spans = [(text.index("Born"), text.index("Born") + 10), (text.index("Graduated"), text.index("Graduated") + 15),
-             (text.index("## Political"), len(text))]
+    spans = [
+        (text.index("Born"), text.index("Born") + 10),
+        (text.index("Graduated"), text.index("Graduated") + 15),
+        (text.index("## Political"), len(text)),
+    ]
     assert sections_by_position(text, spans) == [1, 1, 2]
 
 
@@ -195,12 +245,29 @@ def test_annotate_stage_on_a_real_page(tmp_path) -> None:
     """The rule annotator + timeline through the real annotate stage (real chunker, real tagger)."""
     from diachron.ingest.stages import AnnotateStage, StageConfig
 
-    text = ("## Early career\n\nAtanasiu entered politics shortly after the 1989 Revolution , joining the PNL in "
-            "February 1990 .\n\n## Later life\n\nHe left the PNL in 2004 .")
+    text = (
+        "## Early career\n\nAtanasiu entered politics shortly after the 1989 Revolution , joining the PNL in "
+        "February 1990 .\n\n## Later life\n\nHe left the PNL in 2004 ."
+    )
     stage = AnnotateStage(StageConfig(max_tokens=24))
-    rows = stage(pa.Table.from_pylist([{"doc_id": "d", "series_id": "d", "title": "Teodor Atanasiu", "text": text,
-                                        "published_at": None, "valid_from": None, "valid_until": None}])).to_pylist()
-    by_kind = {(iv["kind"], iv["provenance"]): (iv["start"], iv["end"]) for r in rows for iv in r["intervals"]}
+    rows = stage(
+        pa.Table.from_pylist(
+            [
+                {
+                    "doc_id": "d",
+                    "series_id": "d",
+                    "title": "Teodor Atanasiu",
+                    "text": text,
+                    "published_at": None,
+                    "valid_from": None,
+                    "valid_until": None,
+                }
+            ]
+        )
+    ).to_pylist()
+    by_kind = {
+        (iv["kind"], iv["provenance"]): (iv["start"], iv["end"]) for r in rows for iv in r["intervals"]
+    }
     assert by_kind[("mention", None)] == (t(1989), t(1990))
     assert by_kind[("state_start", None)] == (t(1990, 2), t(1990, 3))
     # joined Feb 1990, nothing later starts: open; left in 2004 closes the span from the previous date
@@ -210,6 +277,7 @@ def test_annotate_stage_on_a_real_page(tmp_path) -> None:
 
 
 # --- tiers and fit -----------------------------------------------------------------------------------
+
 
 def test_fit_weighs_spans_by_kind_and_provenance() -> None:
     # row 0: one event in the window (share 1) -> 1.0
@@ -243,20 +311,40 @@ def test_a_chronology_fits_fully_for_each_of_its_dated_facts(tmp_path) -> None:
     from diachron.retrieval.search import Searcher
     from diachron.schemas.records import ChunkRecord, arrow_schema
 
-    text = ("- In 1986 , Clark was awarded the annual Peace Prize of the Danish Peace Foundation for her work in "
-            "promoting peace and nuclear disarmament . - In 1990 , Clark received the New Zealand 1990 "
-            "Commemoration Medal . - In 1993 , Clark was awarded the New Zealand Suffrage Centennial Medal . - In "
-            "2002 , she was presented with the Nuclear-Free Future Award .")
-    out = AnnotateStage(StageConfig())(pa.Table.from_pylist([{
-        "doc_id": "d", "series_id": "d", "title": "Helen Clark — Awards and honours", "text": text,
-        "published_at": None, "valid_from": None, "valid_until": None}])).to_pylist()
+    text = (
+        "- In 1986 , Clark was awarded the annual Peace Prize of the Danish Peace Foundation for her work in "
+        "promoting peace and nuclear disarmament . - In 1990 , Clark received the New Zealand 1990 "
+        "Commemoration Medal . - In 1993 , Clark was awarded the New Zealand Suffrage Centennial Medal . - In "
+        "2002 , she was presented with the Nuclear-Free Future Award ."
+    )
+    out = AnnotateStage(StageConfig())(
+        pa.Table.from_pylist(
+            [
+                {
+                    "doc_id": "d",
+                    "series_id": "d",
+                    "title": "Helen Clark — Awards and honours",
+                    "text": text,
+                    "published_at": None,
+                    "valid_from": None,
+                    "valid_until": None,
+                }
+            ]
+        )
+    ).to_pylist()
     written = [iv for r in out for iv in r["intervals"]]
-    assert [(iv["start"], iv["kind"]) for iv in written] == [(t(y), "event") for y in (1986, 1990, 1993, 2002)]
+    assert [(iv["start"], iv["kind"]) for iv in written] == [
+        (t(y), "event") for y in (1986, 1990, 1993, 2002)
+    ]
     chronology = [_iv(iv["start"], iv["end"], iv["kind"]) for iv in written]
     in_passing = [_iv(iv["start"], iv["end"], "mention") for iv in written]
-    table = lancedb.connect(str(tmp_path / "db")).create_table("chunks", pa.Table.from_pylist(
-        [_row("awards", chronology, [1, 0, 0, 0]), _row("quoted", in_passing, [1, 0, 0, 0])],
-        schema=arrow_schema(ChunkRecord, dim=4)))
+    table = lancedb.connect(str(tmp_path / "db")).create_table(
+        "chunks",
+        pa.Table.from_pylist(
+            [_row("awards", chronology, [1, 0, 0, 0]), _row("quoted", in_passing, [1, 0, 0, 0])],
+            schema=arrow_schema(ChunkRecord, dim=4),
+        ),
+    )
     fit = Searcher(table).index.focus(np.array([0, 1]), TimeFilter(event=(Interval(t(2002), t(2003)),)))
     assert fit.tolist() == [1.0, pytest.approx(0.25 / 4)]
 
@@ -272,17 +360,38 @@ def test_time_filter_tiers_and_strict() -> None:
 def _row(chunk_id: str, intervals: list[dict], vector: list[float]) -> dict:
     starts = [iv["start"] for iv in intervals]
     ends = [iv["end"] for iv in intervals]
-    return {"chunk_id": chunk_id, "doc_id": chunk_id, "series_id": chunk_id, "seq": 0, "text": chunk_id,
-            "token_count": 1, "published_at": None, "intervals": intervals,
-            "event_start": min(starts) if starts and None not in starts else None,
-            "event_end": max(ends) if ends and None not in ends else None,
-            "time_source": "event" if intervals else "unknown", "time_status": "known" if intervals else "unknown",
-            "valid_from": None, "valid_until": None, "annotator": "test", "embedder": "test/4",
-            "recorded_at": t(2026), "run_id": "r", "vector": vector}
+    return {
+        "chunk_id": chunk_id,
+        "doc_id": chunk_id,
+        "series_id": chunk_id,
+        "seq": 0,
+        "text": chunk_id,
+        "token_count": 1,
+        "published_at": None,
+        "intervals": intervals,
+        "event_start": min(starts) if starts and None not in starts else None,
+        "event_end": max(ends) if ends and None not in ends else None,
+        "time_source": "event" if intervals else "unknown",
+        "time_status": "known" if intervals else "unknown",
+        "valid_from": None,
+        "valid_until": None,
+        "annotator": "test",
+        "embedder": "test/4",
+        "recorded_at": t(2026),
+        "run_id": "r",
+        "vector": vector,
+    }
 
 
 def _iv(start, end, kind="event", provenance=None) -> dict:
-    return {"start": start, "end": end, "granularity": "year", "text": None, "kind": kind, "provenance": provenance}
+    return {
+        "start": start,
+        "end": end,
+        "granularity": "year",
+        "text": None,
+        "kind": kind,
+        "provenance": provenance,
+    }
 
 
 @pytest.mark.integration
@@ -290,13 +399,19 @@ def test_search_ranks_a_covering_span_above_a_passing_mention_and_admits_unknown
     from diachron.retrieval.search import Searcher
     from diachron.schemas.records import ChunkRecord, arrow_schema
 
-    rows = [_row("member-since-1995", [_iv(t(1995), t(1996), "state_start"),
-                                       _iv(t(1995), None, "state", "inferred:open")], [0.9, 0.4359, 0, 0]),
-            _row("the-2000-election", [_iv(t(2000), t(2001), "mention")], [1, 0, 0, 0]),
-            _row("undated", [], [0.95, 0.3122, 0, 0]),
-            _row("left-in-1990", [_iv(t(1990), t(1991), "state_end")], [1, 0, 0, 0])]
+    rows = [
+        _row(
+            "member-since-1995",
+            [_iv(t(1995), t(1996), "state_start"), _iv(t(1995), None, "state", "inferred:open")],
+            [0.9, 0.4359, 0, 0],
+        ),
+        _row("the-2000-election", [_iv(t(2000), t(2001), "mention")], [1, 0, 0, 0]),
+        _row("undated", [], [0.95, 0.3122, 0, 0]),
+        _row("left-in-1990", [_iv(t(1990), t(1991), "state_end")], [1, 0, 0, 0]),
+    ]
     table = lancedb.connect(str(tmp_path / "db")).create_table(
-        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4)))
+        "chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=4))
+    )
     window = (Interval(t(2000, 7), t(2000, 8)),)
     vector = np.array([1, 0, 0, 0], dtype=np.float32)
     searcher = Searcher(table, temporal_weight=0.2)
@@ -316,8 +431,12 @@ def test_window_cover_share() -> None:
 
     # window Sep 2012 .. Feb 2013 (181 days); a span [Feb 28, Mar 2) covers its last day: 1/181
     qs, qe = bounds(Interval(t(2012, 9), t(2013, 3)))
-    starts = np.array([bounds(Interval(t(2013, 2, 28), t(2013, 3, 2)))[0], bounds(Interval(t(2012), t(2014)))[0]])
-    ends = np.array([bounds(Interval(t(2013, 2, 28), t(2013, 3, 2)))[1], bounds(Interval(t(2012), t(2014)))[1]])
+    starts = np.array(
+        [bounds(Interval(t(2013, 2, 28), t(2013, 3, 2)))[0], bounds(Interval(t(2012), t(2014)))[0]]
+    )
+    ends = np.array(
+        [bounds(Interval(t(2013, 2, 28), t(2013, 3, 2)))[1], bounds(Interval(t(2012), t(2014)))[1]]
+    )
     assert np.allclose(window_cover(starts, ends, qs, qe), [1 / 181, 1.0])
     # an open window ("after 2012"): any overlapping interval covers it
     assert window_cover(starts, ends, qs, OPEN_FUTURE).tolist() == [1.0, 1.0]
@@ -334,8 +453,9 @@ def test_open_window_fit_falls_with_distance_from_the_bound() -> None:
     assert bound_proximity(starts, ends, OPEN_PAST, b).tolist() == pytest.approx([1.0, 0.5, 0.25, 1.0])
     # after 2005: a span starting 2 years after the bound -> 1/3; a bounded window -> 1.0 everywhere
     a = bounds(Interval(t(2005), None))[0]
-    assert bound_proximity(np.array([a + 2 * int(year)]), np.array([a + 3 * int(year)]), a, OPEN_FUTURE)[0] \
-        == pytest.approx(1 / 3)
+    assert bound_proximity(np.array([a + 2 * int(year)]), np.array([a + 3 * int(year)]), a, OPEN_FUTURE)[
+        0
+    ] == pytest.approx(1 / 3)
     assert bound_proximity(starts, ends, a, b).tolist() == [1.0] * 4
 
 
@@ -356,10 +476,17 @@ def test_document_context_lets_fit_decide_within_a_document() -> None:
     assert np.argsort(-rank(sim, focus, 0.1)).tolist() == [0, 3, 2, 1]
 
 
-@pytest.mark.parametrize(("text", "expression", "kind"), [
-    ("The mayors of Kåfjord: - 2019–present : Bernt Eirik Isaksen Lyngstad ( Ap )", "2019–present", "state_start"),
-    ("After graduating in 1982 , Gruden spent a year at Dayton", "1982", "state_end"),  # studies end
-])
+@pytest.mark.parametrize(
+    ("text", "expression", "kind"),
+    [
+        (
+            "The mayors of Kåfjord: - 2019–present : Bernt Eirik Isaksen Lyngstad ( Ap )",
+            "2019–present",
+            "state_start",
+        ),
+        ("After graduating in 1982 , Gruden spent a year at Dayton", "1982", "state_end"),  # studies end
+    ],
+)
 def test_kinds_of_list_entries_and_graduation(text: str, expression: str, kind: str) -> None:
     start = text.index(expression)
     assert classify(text, (start, start + len(expression))) == kind
@@ -372,7 +499,10 @@ def test_a_speech_without_headings_gets_no_section_or_carried_spans() -> None:
     now = Span(period(t(1928), Granularity.YEAR), "event", "1928")
     out = document_timeline([[old], [now], []], published_at=t(1928, 12, 4), headed=False)
     assert out[0].spans == [old] and out[1].spans == [now]
-    assert (out[2].time_source, out[2].spans[0].interval) == ("published", Interval(t(1928, 12, 4), t(1928, 12, 5)))
+    assert (out[2].time_source, out[2].spans[0].interval) == (
+        "published",
+        Interval(t(1928, 12, 4), t(1928, 12, 5)),
+    )
 
 
 def test_derived_and_inherited_spans_end_with_the_publication_day() -> None:
@@ -414,7 +544,9 @@ def test_an_open_ended_reading_in_a_dated_document_ends_with_its_publication_day
     # attests for its first day only, so no later window (an "IBM last month" in 2026) may admit it
     after = Span(Interval(t(1928), None, Granularity.DAY), "state_start", "after the 1st of January")
     (speech,) = document_timeline([[after]], published_at=t(1927, 12, 6), headed=False)
-    assert [(s.interval, s.provenance) for s in speech.spans] == [(Interval(t(1928), t(1928, 1, 2)), "inferred:future")]
+    assert [(s.interval, s.provenance) for s in speech.spans] == [
+        (Interval(t(1928), t(1928, 1, 2)), "inferred:future")
+    ]
     before_pub = Span(Interval(t(1925), None, Granularity.YEAR), "state_start", "from 1925 on")
     (speech,) = document_timeline([[before_pub]], published_at=t(1927, 12, 6), headed=False)
     assert Interval(t(1925), t(1927, 12, 7), Granularity.YEAR) in [s.interval for s in speech.spans]
@@ -455,24 +587,41 @@ def test_a_lead_state_closes_only_within_the_lead() -> None:
     assert _spans(out[2], "inherited:section") == [Interval(t(1991), t(1995))]
     # a lead in the present tense ("… is a green political party") describes the party as it is when the
     # page was written, after its last date: the lead's page span stays open; a History chunk's does not
-    out = document_timeline([[formed], [], [listed], [later]], sections=[1, 1, 2, 2], lead=1, lead_present=True)
+    out = document_timeline(
+        [[formed], [], [listed], [later]], sections=[1, 1, 2, 2], lead=1, lead_present=True
+    )
     assert _spans(out[1], "inherited:section") == [Interval(t(1990), None)]
     assert _spans(out[2], "inherited:section") == [Interval(t(1991), t(1995))]
     # … unless the page has a publication time: then no span passes its day
-    dated = document_timeline([[formed], [], [listed], [later]], sections=[1, 1, 2, 2], lead=1, lead_present=True,
-                              published_at=t(2000, 6, 1))
+    dated = document_timeline(
+        [[formed], [], [listed], [later]],
+        sections=[1, 1, 2, 2],
+        lead=1,
+        lead_present=True,
+        published_at=t(2000, 6, 1),
+    )
     assert _spans(dated[1], "inherited:section") == [Interval(t(1990), t(2000, 6, 2))]
 
 
-@pytest.mark.parametrize(("lead", "present"), [
-    ("## Ipsen\n\nIpsen. Ipsen is a French pharmaceutical company headquartered in Paris .", True),
-    ("## Audie Murphy\n\nAudie Murphy. Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier .",
-     False),
-    ("## Federation\n\nThe Federation of the Greens ( , FdV ) , frequently referred to as Greens , is a party .",
-     True),
-    ("## U-66\n\nGerman submarine U-66 was a Type IXC U-boat ; it is one of the most successful .", False),
-    ("## Some list\n\nThe following people held the office .", False),
-])
+@pytest.mark.parametrize(
+    ("lead", "present"),
+    [
+        ("## Ipsen\n\nIpsen. Ipsen is a French pharmaceutical company headquartered in Paris .", True),
+        (
+            "## Audie Murphy\n\nAudie Murphy. Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier .",
+            False,
+        ),
+        (
+            "## Federation\n\nThe Federation of the Greens ( , FdV ) , frequently referred to as Greens , is a party .",
+            True,
+        ),
+        (
+            "## U-66\n\nGerman submarine U-66 was a Type IXC U-boat ; it is one of the most successful .",
+            False,
+        ),
+        ("## Some list\n\nThe following people held the office .", False),
+    ],
+)
 def test_present_tense_of_a_lead_is_its_first_copula(lead: str, present: bool) -> None:
     assert present_tense(lead) is present
 

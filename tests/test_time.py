@@ -3,7 +3,6 @@
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-
 from diachron.schemas.time import Granularity, Interval, add_months, format_instant, parse_instant, period
 
 
@@ -11,14 +10,17 @@ def t(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("value", "grain", "start", "end"), [
-    (date(2015, 6, 1), "year", t(2015, 1, 1), t(2016, 1, 1)),
-    (date(2016, 3, 5), "month", t(2016, 3, 1), t(2016, 4, 1)),
-    (date(2016, 2, 29), "day", t(2016, 2, 29), t(2016, 3, 1)),
-    (date(2015, 11, 30), "quarter", t(2015, 10, 1), t(2016, 1, 1)),
-    (date(1929, 10, 24), "decade", t(1920, 1, 1), t(1930, 1, 1)),
-    (datetime(2023, 12, 6, 14, 30), "hour", t(2023, 12, 6, 14), t(2023, 12, 6, 15)),
-])
+@pytest.mark.parametrize(
+    ("value", "grain", "start", "end"),
+    [
+        (date(2015, 6, 1), "year", t(2015, 1, 1), t(2016, 1, 1)),
+        (date(2016, 3, 5), "month", t(2016, 3, 1), t(2016, 4, 1)),
+        (date(2016, 2, 29), "day", t(2016, 2, 29), t(2016, 3, 1)),
+        (date(2015, 11, 30), "quarter", t(2015, 10, 1), t(2016, 1, 1)),
+        (date(1929, 10, 24), "decade", t(1920, 1, 1), t(1930, 1, 1)),
+        (datetime(2023, 12, 6, 14, 30), "hour", t(2023, 12, 6, 14), t(2023, 12, 6, 15)),
+    ],
+)
 def test_period_is_half_open(value, grain, start, end):
     interval = period(value, grain)
     assert (interval.start, interval.end, interval.granularity) == (start, end, Granularity(grain))
@@ -30,13 +32,16 @@ def test_period_in_a_declared_zone_is_converted_to_utc():
     assert (interval.start, interval.end) == (t(2023, 12, 6, 8), t(2023, 12, 7, 8))
 
 
-@pytest.mark.parametrize(("a", "b", "expected"), [
-    ((t(2020, 1, 1), t(2020, 2, 1)), (t(2020, 2, 1), t(2020, 3, 1)), False),   # touching: half-open
-    ((t(2020, 1, 1), t(2020, 2, 1)), (t(2020, 1, 31), t(2020, 3, 1)), True),
-    ((None, t(2025, 1, 1)), (t(2025, 1, 1), t(2025, 1, 2)), False),          # "before 2025" vs 1 Jan 2025
-    ((t(2025, 1, 1), None), (t(2025, 1, 1), t(2025, 1, 2)), True),           # "from 1 Jan 2025 on"
-    ((None, None), (t(1990, 1, 1), t(1990, 1, 2)), True),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ((t(2020, 1, 1), t(2020, 2, 1)), (t(2020, 2, 1), t(2020, 3, 1)), False),  # touching: half-open
+        ((t(2020, 1, 1), t(2020, 2, 1)), (t(2020, 1, 31), t(2020, 3, 1)), True),
+        ((None, t(2025, 1, 1)), (t(2025, 1, 1), t(2025, 1, 2)), False),  # "before 2025" vs 1 Jan 2025
+        ((t(2025, 1, 1), None), (t(2025, 1, 1), t(2025, 1, 2)), True),  # "from 1 Jan 2025 on"
+        ((None, None), (t(1990, 1, 1), t(1990, 1, 2)), True),
+    ],
+)
 def test_overlaps(a, b, expected):
     assert Interval(*a).overlaps(Interval(*b)) is expected
     assert Interval(*b).overlaps(Interval(*a)) is expected
@@ -61,12 +66,15 @@ def test_intersection_and_hull():
     assert Interval(t(2012, 1, 1), t(2013, 1, 1)).intersection(Interval(t(2013, 1, 1), None)) is None
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2022-06-01", t(2022, 6, 1)),
-    ("2022-06-01T00:00:00Z", t(2022, 6, 1)),
-    ("2008-10-31T16:00:00-04:00", t(2008, 10, 31, 20)),
-    ("2024-07-01T10:00:00", t(2024, 7, 1, 10)),   # naive source timestamps mean UTC, whatever TZ says
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2022-06-01", t(2022, 6, 1)),
+        ("2022-06-01T00:00:00Z", t(2022, 6, 1)),
+        ("2008-10-31T16:00:00-04:00", t(2008, 10, 31, 20)),
+        ("2024-07-01T10:00:00", t(2024, 7, 1, 10)),  # naive source timestamps mean UTC, whatever TZ says
+    ],
+)
 def test_parse_instant(text, expected):
     assert parse_instant(text) == expected
 

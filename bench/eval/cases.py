@@ -16,11 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.eval.retrieval_cases import run_retrieval_case
-from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, extract_mentions
 from diachron.ingest.embedding import Embedder
 from diachron.retrieval.intent import IntentConfig, parse_intent
 from diachron.schemas.time import format_instant, parse_instant
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, extract_mentions
+
+from bench.eval.retrieval_cases import run_retrieval_case
 
 __all__ = ["CaseResult", "expected_intervals", "observed_intervals", "run_cases"]
 
@@ -44,8 +45,12 @@ def _instant(value: str | None) -> datetime | None:
 
 
 def _show(pairs: set[Pair]) -> str:
-    return "; ".join(f"[{format_instant(s) or '-inf'}, {format_instant(e) or '+inf'})" for s, e in sorted(
-        pairs, key=lambda p: (p[0] is not None, p[0] or datetime.min, p[1] is None, p[1] or datetime.min)))
+    return "; ".join(
+        f"[{format_instant(s) or '-inf'}, {format_instant(e) or '+inf'})"
+        for s, e in sorted(
+            pairs, key=lambda p: (p[0] is not None, p[0] or datetime.min, p[1] is None, p[1] or datetime.min)
+        )
+    )
 
 
 def expected_intervals(case: dict[str, Any]) -> set[Pair]:
@@ -73,10 +78,14 @@ def observed_intervals(case: dict[str, Any]) -> set[Pair]:
         reference, config = _document_reference(data), TaggerConfig()
     else:
         reference = parse_instant(case["reference_time"]) if case.get("reference_time") else None
-        fiscal = FiscalCalendar.parse(data["fiscal_calendar"]) if data.get("fiscal_calendar") else FiscalCalendar()
+        fiscal = (
+            FiscalCalendar.parse(data["fiscal_calendar"]) if data.get("fiscal_calendar") else FiscalCalendar()
+        )
         config = TaggerConfig(timezone=data.get("timezone") or "UTC", fiscal=fiscal)
-    return {(m.interval.start, m.interval.end) for m in extract_mentions(data["text"], reference=reference,
-                                                                          config=config)}
+    return {
+        (m.interval.start, m.interval.end)
+        for m in extract_mentions(data["text"], reference=reference, config=config)
+    }
 
 
 def _run(case: dict[str, Any], embedder: Embedder | None, workdir: Path | None) -> CaseResult:
@@ -103,7 +112,9 @@ def _run(case: dict[str, Any], embedder: Embedder | None, workdir: Path | None) 
     return CaseResult(*head, "pass" if ok else "fail", _show(got) or "(none)", _show(want))
 
 
-def run_cases(path: Path, *, embedder: Embedder | None = None, workdir: Path | None = None) -> list[CaseResult]:
+def run_cases(
+    path: Path, *, embedder: Embedder | None = None, workdir: Path | None = None
+) -> list[CaseResult]:
     """Every case of the JSONL file at ``path``, in file order (retrieval cases need ``embedder`` and ``workdir``).
 
     Raises:

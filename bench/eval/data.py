@@ -50,9 +50,15 @@ def split_of(qid: str) -> str:
 
 def _question(record: dict[str, Any]) -> Question:
     window = Interval(parse_instant(record["window_start"]), parse_instant(record["window_end"]))
-    return Question(qid=record["qid"], type=record["type"], text=record["question"], window=window,
-                    gold=frozenset(record["evidence_doc_ids"]), options=dict(record.get("options") or {}),
-                    answer=str(record["answer"]))
+    return Question(
+        qid=record["qid"],
+        type=record["type"],
+        text=record["question"],
+        window=window,
+        gold=frozenset(record["evidence_doc_ids"]),
+        options=dict(record.get("options") or {}),
+        answer=str(record["answer"]),
+    )
 
 
 def load_questions(path: Path, *, split: str = "both") -> list[Question]:

@@ -14,8 +14,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-
-from bench.eval.metrics import Item
 from diachron.ingest.embedding import Embedder
 from diachron.retrieval.baselines import BM25Searcher
 from diachron.retrieval.client import Client
@@ -23,6 +21,8 @@ from diachron.retrieval.search import Hit
 from diachron.schemas.evidence import SearchResult
 from diachron.schemas.records import intervals_from_arrow
 from diachron.schemas.time import Granularity, floor_to, to_utc
+
+from bench.eval.metrics import Item
 
 __all__ = ["METHODS", "CachingEmbedder", "Methods", "run_methods"]
 
@@ -63,13 +63,17 @@ def _month(value: datetime | None) -> datetime | None:
 
 
 def _items_from_result(result: SearchResult) -> list[Item]:
-    ranked = sorted(result.evidence, key=lambda e: e.rank)  # the search's ranking, not the chronological context
+    ranked = sorted(
+        result.evidence, key=lambda e: e.rank
+    )  # the search's ranking, not the chronological context
     return [Item(e.doc_id, e.intervals, _month(e.published_at)) for e in ranked]
 
 
 def _items_from_hits(hits: Sequence[Hit]) -> list[Item]:
-    return [Item(h.row["doc_id"], tuple(intervals_from_arrow(h.row["intervals"])), _month(h.row["published_at"]))
-            for h in hits]
+    return [
+        Item(h.row["doc_id"], tuple(intervals_from_arrow(h.row["intervals"])), _month(h.row["published_at"]))
+        for h in hits
+    ]
 
 
 class Methods:
@@ -91,18 +95,27 @@ class Methods:
             "ta-rag-monthly": lambda q, k: _items_from_result(self.monthly.search(q, k=k, now=now)),
             "ta-rag-sim": lambda q, k: _items_from_result(self.similarity.search(q, k=k, now=now)),
             "ta-rag-sim-no-ehypo": lambda q, k: _items_from_result(
-                self.similarity.search(q, k=k, now=now, use_ehypo=False)),
+                self.similarity.search(q, k=k, now=now, use_ehypo=False)
+            ),
             "coverage": lambda q, k: _items_from_result(c.search(q, k=k, now=now, diversify="coverage")),
             "no-ehypo": lambda q, k: _items_from_result(c.search(q, k=k, now=now, use_ehypo=False)),
-            "no-time-filter": lambda q, k: _items_from_result(c.search(q, k=k, now=now, use_time_filter=False)),
+            "no-time-filter": lambda q, k: _items_from_result(
+                c.search(q, k=k, now=now, use_time_filter=False)
+            ),
             "naive": lambda q, k: _items_from_result(c.naive_search(q, k=k)),
             "bm25": lambda q, k: _items_from_hits(self.bm25.search(q, k=k)),
         }
         return table[name]
 
 
-def run_methods(methods: Methods, names: Sequence[str], questions: Sequence[Any], ks: Sequence[int],
-                *, progress: Callable[[str, int], None] | None = None) -> dict[str, dict[str, dict[int, list[Item]]]]:
+def run_methods(
+    methods: Methods,
+    names: Sequence[str],
+    questions: Sequence[Any],
+    ks: Sequence[int],
+    *,
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, dict[str, dict[int, list[Item]]]]:
     """Retrieve for every method, question and k: ``{method: {qid: {k: items}}}``."""
     out: dict[str, dict[str, dict[int, list[Item]]]] = {}
     for name in names:

@@ -59,8 +59,17 @@ def load_questions(path: Path) -> list[TimeQAQuestion]:
         r = json.loads(line)
         w = r.get("window")
         window = Interval(_instant(w.get("start")), _instant(w.get("end"))) if w else None
-        out.append(TimeQAQuestion(r["qid"], r["question"], window, r.get("window_kind") or "none",
-                                  frozenset(r["gold_doc_ids"]), r["page"], parse_instant(r["now"])))
+        out.append(
+            TimeQAQuestion(
+                r["qid"],
+                r["question"],
+                window,
+                r.get("window_kind") or "none",
+                frozenset(r["gold_doc_ids"]),
+                r["page"],
+                parse_instant(r["now"]),
+            )
+        )
     return out
 
 
@@ -143,7 +152,7 @@ KS = (5, 10, 20)
 #: name -> what it is, in report order.
 TIMEQA_METHODS: dict[str, str] = {
     "diachron": "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit + "
-                "document context",
+    "document context",
     "diachron-strict": "the same with strict=True (known, overlapping time only)",
     "diachron-nodoc": "diachron without the document context in the re-ranking (context_weight=0)",
     "diachron-nolex": "diachron without the lexical (BM25) signal in the re-ranking (lexical_weight=0)",
@@ -162,8 +171,9 @@ class Retrieved:
     intent_intervals: tuple[Interval, ...] | None = None
 
 
-def _from_chunks(ranked: list[tuple[str, tuple[Interval, ...]]], passages_of: dict[str, list[str]], k: int
-                 ) -> tuple[list[str], list[tuple[Interval, ...]]]:
+def _from_chunks(
+    ranked: list[tuple[str, tuple[Interval, ...]]], passages_of: dict[str, list[str]], k: int
+) -> tuple[list[str], list[tuple[Interval, ...]]]:
     out, times = [], []
     for cid, ivs in ranked:
         for pid in passages_of.get(cid, []):
@@ -182,12 +192,26 @@ def ingest_timeqa(shared: Path, cache: Path) -> tuple[str, PageIndex, str]:
     index = build_pages(shared / "data" / "timeqa_dev" / "corpus.jsonl", cache / "pages.jsonl")
     db = str(cache / "db")
     s = run_ingest([str(cache / "pages.jsonl")], IngestConfig(db_uri=db, num_cpus=2))
-    return db, index, (f"{len(index.texts)} pages: {s.documents_written} written, {s.chunks_written} chunks "
-                       f"written, {s.seconds:.0f} s")
+    return (
+        db,
+        index,
+        (
+            f"{len(index.texts)} pages: {s.documents_written} written, {s.chunks_written} chunks "
+            f"written, {s.seconds:.0f} s"
+        ),
+    )
 
 
-def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *, embedder: Any,
-               temporal_weight: float = 0.1, methods: Sequence[str] = tuple(TIMEQA_METHODS), progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+def run_timeqa(
+    db: str,
+    index: PageIndex,
+    questions: Sequence[TimeQAQuestion],
+    *,
+    embedder: Any,
+    temporal_weight: float = 0.1,
+    methods: Sequence[str] = tuple(TIMEQA_METHODS),
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, Any]:
     """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks", "passages_of"}``.
 
     A method named ``diachron@W`` is diachron with ``temporal_weight=W`` (the weight ablation).
@@ -200,9 +224,14 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
     paper = Client(db, embedder=embedder, temporal_weight=0.0)
     nodoc = Client(db, embedder=embedder, temporal_weight=temporal_weight, context_weight=0.0)
     nolex = Client(db, embedder=embedder, temporal_weight=temporal_weight, lexical_weight=0.0)
-    weighted = {m: Client(db, embedder=embedder, temporal_weight=float(m.split("@")[1])) for m in methods if "@" in m}
-    chunks = client.chunks.to_lance().to_table(
-        columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"]).to_pylist()
+    weighted = {
+        m: Client(db, embedder=embedder, temporal_weight=float(m.split("@")[1])) for m in methods if "@" in m
+    }
+    chunks = (
+        client.chunks.to_lance()
+        .to_table(columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"])
+        .to_pylist()
+    )
     passages_of = chunk_passage_map(index, chunks)
     bm25 = BM25Searcher(client.chunks)
     depth = 2 * max(KS)
@@ -215,13 +244,16 @@ def run_timeqa(db: str, index: PageIndex, questions: Sequence[TimeQAQuestion], *
         for method in methods:
             intent = None
             if method == "bm25":
-                ranked = [(h.row["chunk_id"], tuple(intervals_from_arrow(h.row["intervals"])))
-                          for h in bm25.search(q.text, k=depth)]
+                ranked = [
+                    (h.row["chunk_id"], tuple(intervals_from_arrow(h.row["intervals"])))
+                    for h in bm25.search(q.text, k=depth)
+                ]
             elif method == "naive":
                 ranked = cards(client.naive_search(q.text, k=depth))
             else:
-                c = {"paper": paper, "diachron-nodoc": nodoc, "diachron-nolex": nolex}.get(method) \
-                    or weighted.get(method, client)
+                c = {"paper": paper, "diachron-nodoc": nodoc, "diachron-nolex": nolex}.get(
+                    method
+                ) or weighted.get(method, client)
                 result = c.search(q.text, k=depth, now=q.now, strict=method in ("diachron-strict", "paper"))
                 ranked, intent = cards(result), tuple(result.intent.intervals)
             passages, times = _from_chunks(ranked, passages_of, max(KS))
@@ -239,8 +271,9 @@ def _gold_chunks(passages_of: dict[str, list[str]]) -> dict[str, list[str]]:
     return by_passage
 
 
-def removed_by_filter(q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]
-                      ) -> bool:
+def removed_by_filter(
+    q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]
+) -> bool:
     """True when every chunk holding a gold passage has known time and none of its spans overlaps the window."""
     from diachron.schemas.records import intervals_from_arrow
 
@@ -249,12 +282,16 @@ def removed_by_filter(q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], 
     for pid in q.gold:
         for cid in chunks_of.get(pid, []):
             row = chunk_rows[cid]
-            if row["time_status"] != "known" or any(i.overlaps(q.window) for i in intervals_from_arrow(row["intervals"])):
+            if row["time_status"] != "known" or any(
+                i.overlaps(q.window) for i in intervals_from_arrow(row["intervals"])
+            ):
                 return False
     return True
 
 
-def _unknown(q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]) -> bool:
+def _unknown(
+    q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]
+) -> bool:
     return all(chunk_rows[c]["time_status"] != "known" for p in q.gold for c in chunks_of.get(p, []))
 
 
@@ -278,19 +315,34 @@ def score_timeqa(run: dict[str, Any], questions: Sequence[TimeQAQuestion]) -> tu
             for k in KS:
                 top, times = r.passages[:k], r.intervals[:k]
                 found = len(set(top) & q.gold)
-                precision = (sum(any(i.overlaps(q.window) for i in ivs) for ivs in times) / len(times)
-                             if q.window is not None and times else float("nan"))
-                rows.append({"method": method, "qid": q.qid, "kind": q.window_kind, "k": k,
-                             "recall": found / min(k, len(q.gold)), "hit": float(found > 0), "precision": precision})
+                precision = (
+                    sum(any(i.overlaps(q.window) for i in ivs) for ivs in times) / len(times)
+                    if q.window is not None and times
+                    else float("nan")
+                )
+                rows.append(
+                    {
+                        "method": method,
+                        "qid": q.qid,
+                        "kind": q.window_kind,
+                        "k": k,
+                        "recall": found / min(k, len(q.gold)),
+                        "hit": float(found > 0),
+                        "precision": precision,
+                    }
+                )
             if method == "diachron" and not set(r.passages[:10]) & q.gold:
                 misses.append({"qid": q.qid, "cause": _cause(q, r, chunk_rows, chunks_of)})
-    removed = [{"qid": q.qid, "kind": q.window_kind, "removed": removed_by_filter(q, chunk_rows, chunks_of)}
-               for q in questions]
+    removed = [
+        {"qid": q.qid, "kind": q.window_kind, "removed": removed_by_filter(q, chunk_rows, chunks_of)}
+        for q in questions
+    ]
     return pd.DataFrame(rows), (pd.DataFrame(misses), pd.DataFrame(removed))
 
 
-def _cause(q: TimeQAQuestion, r: Retrieved, chunk_rows: dict[str, dict[str, Any]],
-           chunks_of: dict[str, list[str]]) -> str:
+def _cause(
+    q: TimeQAQuestion, r: Retrieved, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]
+) -> str:
     if removed_by_filter(q, chunk_rows, chunks_of):
         return "filter"
     if _unknown(q, chunk_rows, chunks_of):
@@ -302,6 +354,7 @@ def _cause(q: TimeQAQuestion, r: Retrieved, chunk_rows: dict[str, dict[str, Any]
 
 def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -> list[str]:
     """The TimeQA section of the report (markdown lines)."""
+
     def f(v: float) -> str:
         return "–" if v != v else f"{v:.3f}"
 
@@ -313,23 +366,37 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
     out += [f"- `{m}`: diachron with temporal_weight={m.split('@')[1]}" for m in present if "@" in m]
     out += ["", "| method | R@5 | R@10 | R@20 | hit@10 | in-window P@10 |", "|---|---|---|---|---|---|"]
     for m in present:
-        out.append(f"| {m} | {f(means.loc[(m, 5), 'recall'])} | {f(means.loc[(m, 10), 'recall'])} | "
-                   f"{f(means.loc[(m, 20), 'recall'])} | {f(means.loc[(m, 10), 'hit'])} | "
-                   f"{f(means.loc[(m, 10), 'precision'])} |")
+        out.append(
+            f"| {m} | {f(means.loc[(m, 5), 'recall'])} | {f(means.loc[(m, 10), 'recall'])} | "
+            f"{f(means.loc[(m, 20), 'recall'])} | {f(means.loc[(m, 10), 'hit'])} | "
+            f"{f(means.loc[(m, 10), 'precision'])} |"
+        )
     share = removed["removed"].mean()
-    out += ["", f"Gold removed by the time filter (every chunk holding a gold passage has known time outside "
-                f"the window): {int(removed['removed'].sum())} of {len(removed)} questions ({share:.1%}).", ""]
+    out += [
+        "",
+        f"Gold removed by the time filter (every chunk holding a gold passage has known time outside "
+        f"the window): {int(removed['removed'].sum())} of {len(removed)} questions ({share:.1%}).",
+        "",
+    ]
     causes = misses["cause"].value_counts() if len(misses) else {}
-    out += [f"diachron misses at k = 10: {len(misses)} questions — "
-            + ", ".join(f"{c} {int(n)}" for c, n in dict(causes).items()), ""]
+    out += [
+        f"diachron misses at k = 10: {len(misses)} questions — "
+        + ", ".join(f"{c} {int(n)}" for c, n in dict(causes).items()),
+        "",
+    ]
     by_kind = frame[frame["k"] == 10].groupby(["kind", "method"], sort=False)[["recall", "precision"]].mean()
     counts = frame[(frame["k"] == 10) & (frame["method"] == "diachron")].groupby("kind").size()
     rem = removed.groupby("kind")["removed"].mean()
-    out += ["By window kind (k = 10): recall (in-window precision)", "",
-            "| window kind | n | gold removed | " + " | ".join(present) + " |",
-            "|---|---|---|" + "---|" * len(present)]
+    out += [
+        "By window kind (k = 10): recall (in-window precision)",
+        "",
+        "| window kind | n | gold removed | " + " | ".join(present) + " |",
+        "|---|---|---|" + "---|" * len(present),
+    ]
     for kind in counts.index:
-        cells = [f"{f(by_kind.loc[(kind, m), 'recall'])} ({f(by_kind.loc[(kind, m), 'precision'])})"
-                 for m in present]
+        cells = [
+            f"{f(by_kind.loc[(kind, m), 'recall'])} ({f(by_kind.loc[(kind, m), 'precision'])})"
+            for m in present
+        ]
         out.append(f"| {kind} | {int(counts[kind])} | {rem[kind]:.1%} | " + " | ".join(cells) + " |")
     return out + [""]

@@ -22,26 +22,34 @@ _REPO = Path(__file__).resolve().parents[2]
 
 
 @app.command()
-def main(db: Annotated[str, typer.Option(help="Index holding the stock summaries (the demo index).")] = "data/diachron.lancedb",
-         shared: Annotated[Path, typer.Option(help="The shared folder.")] = _REPO.parent / "shared",
-         caps: Annotated[str, typer.Option(help="Anchor caps to compare, comma-separated.")] = "120,48,24,12",
-         limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
-         ks: Annotated[str, typer.Option(help="Cut-offs k.")] = "5,10,20") -> None:
+def main(
+    db: Annotated[
+        str, typer.Option(help="Index holding the stock summaries (the demo index).")
+    ] = "data/diachron.lancedb",
+    shared: Annotated[Path, typer.Option(help="The shared folder.")] = _REPO.parent / "shared",
+    caps: Annotated[str, typer.Option(help="Anchor caps to compare, comma-separated.")] = "120,48,24,12",
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    ks: Annotated[str, typer.Option(help="Cut-offs k.")] = "5,10,20",
+) -> None:
     """Print a markdown table: cap, questions, mean anchors, mean embed ms, recall@k, in-window precision@k."""
     import diachron.retrieval.client as client_module
-    from bench.eval.data import load_questions
-    from bench.eval.methods import _items_from_result  # the eval's own ranking-order items
-    from bench.eval.metrics import in_window_precision, recall_at_k
     from diachron.ingest.embedding import Embedder
     from diachron.retrieval.anchors import anchors
     from diachron.retrieval.client import Client
+
+    from bench.eval.data import load_questions
+    from bench.eval.methods import _items_from_result  # the eval's own ranking-order items
+    from bench.eval.metrics import in_window_precision, recall_at_k
 
     questions = load_questions(shared / "data" / "stocks_quandl_wiki" / "questions.jsonl")[:limit]
     cuts = [int(k) for k in ks.split(",")]
     client = Client(db, embedder=Embedder(threads=1))
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    print("| cap | questions | anchors (mean) | embed ms (mean) | " + " | ".join(
-        f"recall@{k} | precision@{k}" for k in cuts) + " |")
+    print(
+        "| cap | questions | anchors (mean) | embed ms (mean) | "
+        + " | ".join(f"recall@{k} | precision@{k}" for k in cuts)
+        + " |"
+    )
     print("|" + "---|" * (4 + 2 * len(cuts)))
     for cap in [int(c) for c in caps.split(",")]:
         client_module.anchors = functools.partial(anchors, max_anchors=cap)
@@ -59,8 +67,12 @@ def main(db: Annotated[str, typer.Option(help="Index holding the stock summaries
                 if p is not None:
                     precision[k].append(p)
         mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
-        print(f"| {cap} | {len(questions)} | {mean(n_anchors):.1f} | {1000 * mean(embed):.0f} | " + " | ".join(
-            f"{mean(recall[k]):.3f} | {mean(precision[k]):.3f}" for k in cuts) + " |", flush=True)
+        print(
+            f"| {cap} | {len(questions)} | {mean(n_anchors):.1f} | {1000 * mean(embed):.0f} | "
+            + " | ".join(f"{mean(recall[k]):.3f} | {mean(precision[k]):.3f}" for k in cuts)
+            + " |",
+            flush=True,
+        )
     client_module.anchors = anchors
 
 

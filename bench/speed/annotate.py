@@ -20,13 +20,28 @@ import pyarrow as pa
 
 
 def _rows(docs: list[Any]) -> pa.Table:
-    return pa.Table.from_pylist([{"doc_id": d.doc_id, "series_id": d.series_id or d.doc_id, "title": d.title,
-                                  "text": d.text, "published_at": d.published_at, "valid_from": d.valid_from,
-                                  "valid_until": d.valid_until} for d in docs])
+    return pa.Table.from_pylist(
+        [
+            {
+                "doc_id": d.doc_id,
+                "series_id": d.series_id or d.doc_id,
+                "title": d.title,
+                "text": d.text,
+                "published_at": d.published_at,
+                "valid_from": d.valid_from,
+                "valid_until": d.valid_until,
+            }
+            for d in docs
+        ]
+    )
 
 
-STOCKS = Path(os.environ.get("DIACHRON_SHARED", "../shared")) / "data" / "stocks_quandl_wiki" / \
-    "monthly_summaries.jsonl"
+STOCKS = (
+    Path(os.environ.get("DIACHRON_SHARED", "../shared"))
+    / "data"
+    / "stocks_quandl_wiki"
+    / "monthly_summaries.jsonl"
+)
 
 
 def measure(years: tuple[int, int], stocks: bool = True) -> dict[str, Any]:
@@ -44,8 +59,11 @@ def measure(years: tuple[int, int], stocks: bool = True) -> dict[str, Any]:
     for grammar in (False, True):
         stage = AnnotateStage(config)
         stage.annotator.tagger = TaggerConfig(grammar=grammar)
-        extract_mentions("set-up: Duckling's engine on 3 March 2015 at 3pm", reference=docs[0].published_at,
-                         config=stage.annotator.tagger)  # once per actor, as the stage's other set-up
+        extract_mentions(
+            "set-up: Duckling's engine on 3 March 2015 at 3pm",
+            reference=docs[0].published_at,
+            config=stage.annotator.tagger,
+        )  # once per actor, as the stage's other set-up
         t0 = time.perf_counter()
         chunks = stage(_rows(docs))
         out[f"annotate_s_grammar_{grammar}"] = time.perf_counter() - t0
@@ -66,18 +84,24 @@ def measure(years: tuple[int, int], stocks: bool = True) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.speed.annotate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.speed.annotate", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--years", default="1920-1940", help="inclusive sotu year slice")
     parser.add_argument("--no-stocks", action="store_true", help="leave out the 586 stock summaries")
     args = parser.parse_args(argv)
     r = measure(tuple(int(y) for y in args.years.split("-")), stocks=not args.no_stocks)  # type: ignore[arg-type]
     n = r["chunks"]
-    print(f"{r['documents']} documents, {n} chunks; load average {r['load_before']:.1f} -> {r['load_after']:.1f}")
+    print(
+        f"{r['documents']} documents, {n} chunks; load average {r['load_before']:.1f} -> {r['load_after']:.1f}"
+    )
     print(f"embed: {r['embed_s']:.1f} s ({n / r['embed_s']:.1f} chunks/s)")
     for grammar in (False, True):
         a, t = r[f"annotate_s_grammar_{grammar}"], r[f"tagger_s_grammar_{grammar}"]
-        print(f"grammar {'on ' if grammar else 'off'}: annotate+chunk {a:.1f} s ({n / a:.1f} chunks/s), tagger alone "
-              f"{t:.2f} s ({n / t:.1f} chunks/s); annotate share of annotate+embed {a / (a + r['embed_s']):.1%}")
+        print(
+            f"grammar {'on ' if grammar else 'off'}: annotate+chunk {a:.1f} s ({n / a:.1f} chunks/s), tagger alone "
+            f"{t:.2f} s ({n / t:.1f} chunks/s); annotate share of annotate+embed {a / (a + r['embed_s']):.1%}"
+        )
         r[f"share_grammar_{grammar}"] = a / (a + r["embed_s"])
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
 

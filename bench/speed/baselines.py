@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
-
 from diachron.retrieval.interval_index import OPEN_FUTURE, OPEN_PAST, to_micros
 
 GATHER_PIECE = 32_768  # candidate rows gathered per step into the reused buffer (48 MiB at 384 dims)
@@ -45,9 +44,12 @@ def load_arrays(dataset: Any) -> Arrays:
     intervals = data.column("intervals").combine_chunks()
     counts = pc.list_value_length(intervals).fill_null(0).to_numpy()
     flat = pc.list_flatten(intervals)
-    return Arrays(vectors.values.to_numpy().reshape(len(vectors), -1),
-                  np.repeat(np.arange(len(counts), dtype=np.int64), counts),
-                  to_micros(flat.field("start"), OPEN_PAST), to_micros(flat.field("end"), OPEN_FUTURE))
+    return Arrays(
+        vectors.values.to_numpy().reshape(len(vectors), -1),
+        np.repeat(np.arange(len(counts), dtype=np.int64), counts),
+        to_micros(flat.field("start"), OPEN_PAST),
+        to_micros(flat.field("end"), OPEN_FUTURE),
+    )
 
 
 def top_k(offsets: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,12 +85,16 @@ class PaperDesign:
         self.a = arrays
         self._buffer = np.empty((GATHER_PIECE, arrays.vectors.shape[1]), dtype=arrays.vectors.dtype)
         # NCLS needs non-negative coordinates: shift (open past and instants before 1970 are negative)
-        self.index = NCLS64(arrays.start + NCLS_SHIFT, arrays.end + NCLS_SHIFT,
-                            np.arange(len(arrays.start), dtype=np.int64))
+        self.index = NCLS64(
+            arrays.start + NCLS_SHIFT, arrays.end + NCLS_SHIFT, np.arange(len(arrays.start), dtype=np.int64)
+        )
 
     def search(self, vector: np.ndarray, start: int, end: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-        _, hit = self.index.all_overlaps_both(np.array([start + NCLS_SHIFT], dtype=np.int64),
-                                              np.array([end + NCLS_SHIFT], dtype=np.int64), np.zeros(1, dtype=np.int64))
+        _, hit = self.index.all_overlaps_both(
+            np.array([start + NCLS_SHIFT], dtype=np.int64),
+            np.array([end + NCLS_SHIFT], dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+        )
         a = self.a
         hit = hit[(a.start[hit] < end) & (a.end[hit] > start)]  # NCLS also reports touching intervals
         mask = np.zeros(len(a.vectors), dtype=bool)
@@ -96,7 +102,7 @@ class PaperDesign:
         rows = np.flatnonzero(mask)
         scores = np.empty(len(rows), dtype=np.float32)
         for lo in range(0, len(rows), GATHER_PIECE):
-            piece = rows[lo:lo + GATHER_PIECE]
-            gathered = np.take(a.vectors, piece, axis=0, out=self._buffer[:len(piece)])
-            np.matmul(gathered, vector, out=scores[lo:lo + len(piece)])
+            piece = rows[lo : lo + GATHER_PIECE]
+            gathered = np.take(a.vectors, piece, axis=0, out=self._buffer[: len(piece)])
+            np.matmul(gathered, vector, out=scores[lo : lo + len(piece)])
         return top_k(rows, scores, k)

@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
-
 from diachron.schemas.records import ChunkRecord, arrow_schema
 from diachron.schemas.time import Interval
 
@@ -101,8 +100,14 @@ def generate(n: int, *, seed: int = 0, kind: str = "uniform") -> tuple[pa.Table,
     lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     struct = pa.StructArray.from_arrays(
-        [_ts_array(flat.start, lo), _ts_array(flat.end, hi), pa.array(granularity), pa.nulls(len(flat.row), pa.string())],
-        names=["start", "end", "granularity", "text"])
+        [
+            _ts_array(flat.start, lo),
+            _ts_array(flat.end, hi),
+            pa.array(granularity),
+            pa.nulls(len(flat.row), pa.string()),
+        ],
+        names=["start", "end", "granularity", "text"],
+    )
     hull_start = np.full(n, hi, dtype=np.int64)
     np.minimum.at(hull_start, flat.row, flat.start)
     hull_end = np.full(n, lo, dtype=np.int64)
@@ -114,15 +119,23 @@ def generate(n: int, *, seed: int = 0, kind: str = "uniform") -> tuple[pa.Table,
     recorded = pa.array(np.full(n, EPOCH_US + SPAN_US), type=pa.int64()).cast(_TS)
     nothing = pa.nulls(n, _TS)
     columns = {
-        "chunk_id": ids, "doc_id": docs, "series_id": docs, "seq": pa.array(np.arange(n) % 20),
-        "text": pa.array([f"chunk {i}" for i in range(n)]), "token_count": pa.array(np.full(n, 128)),
-        "published_at": published, "intervals": pa.ListArray.from_arrays(pa.array(offsets), struct),
+        "chunk_id": ids,
+        "doc_id": docs,
+        "series_id": docs,
+        "seq": pa.array(np.arange(n) % 20),
+        "text": pa.array([f"chunk {i}" for i in range(n)]),
+        "token_count": pa.array(np.full(n, 128)),
+        "published_at": published,
+        "intervals": pa.ListArray.from_arrays(pa.array(offsets), struct),
         "event_start": _ts_array(np.where(known, hull_start, lo), lo),
         "event_end": _ts_array(np.where(known, hull_end, hi), hi),
         "time_source": pa.array(np.where(known, "event", "unknown")),
         "time_status": pa.array(np.where(known, "known", "unknown")),
-        "valid_from": nothing, "valid_until": nothing, "annotator": pa.array(["bench"] * n),
-        "embedder": pa.array(["all-MiniLM-L6-v2/384"] * n), "recorded_at": recorded,
+        "valid_from": nothing,
+        "valid_until": nothing,
+        "annotator": pa.array(["bench"] * n),
+        "embedder": pa.array(["all-MiniLM-L6-v2/384"] * n),
+        "recorded_at": recorded,
         "run_id": pa.array(["bench"] * n),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
     }

@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any, Self
 
 import pyarrow as pa
-
-from bench.speed.report import write_reports
 from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.sources import SourceDocument, load_source
 from diachron.ingest.stages import AnnotateStage, EmbedStage, StageConfig, ValidateStage, stage_block
 from diachron.ingest.staging import Staging
 from diachron.ingest.store import Store
+
+from bench.speed.report import write_reports
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +84,20 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
 
 
 def _doc_rows(docs: list[SourceDocument]) -> pa.Table:
-    return pa.Table.from_pylist([{"doc_id": d.doc_id, "series_id": d.series_id or d.doc_id, "title": d.title,
-                                  "text": d.text, "published_at": d.published_at, "valid_from": d.valid_from,
-                                  "valid_until": d.valid_until} for d in docs])
+    return pa.Table.from_pylist(
+        [
+            {
+                "doc_id": d.doc_id,
+                "series_id": d.series_id or d.doc_id,
+                "title": d.title,
+                "text": d.text,
+                "published_at": d.published_at,
+                "valid_from": d.valid_from,
+                "valid_until": d.valid_until,
+            }
+            for d in docs
+        ]
+    )
 
 
 def stage_breakdown(docs: list[SourceDocument], workdir: Path) -> tuple[dict[str, float], list[str]]:
@@ -112,20 +123,29 @@ def _stage_and_commit(store: Store, staging: Staging, valid: pa.Table, embedder:
     from diachron.schemas.records import ChunkRecord, arrow_schema
 
     now = datetime.now(UTC)
-    part = stage_block(valid, staging=staging, run_id="bench", embedder_id=embedder.spec.id, dim=embedder.dim,
-                       placeholder_time=now).to_pylist()[0]
+    part = stage_block(
+        valid,
+        staging=staging,
+        run_id="bench",
+        embedder_id=embedder.spec.id,
+        dim=embedder.dim,
+        placeholder_time=now,
+    ).to_pylist()[0]
     import json
 
-    dataset = staging.commit("chunks", json.loads(part["chunks"]), arrow_schema(ChunkRecord, dim=embedder.dim))
+    dataset = staging.commit(
+        "chunks", json.loads(part["chunks"]), arrow_schema(ChunkRecord, dim=embedder.dim)
+    )
     if dataset is not None:
-        store.merge_staged("chunks", Staging.batches(dataset, order_by="event_start"), recorded_at=now, replace_runs=set())
+        store.merge_staged(
+            "chunks", Staging.batches(dataset, order_by="event_start"), recorded_at=now, replace_runs=set()
+        )
     staging.drop()
 
 
 def embedder_alone(texts: list[str]) -> dict[str, float]:
     """Seconds to load the model (torch already imported) and to embed ``texts`` with ``Embedder``."""
     import torch
-
     from diachron.ingest.embedding import Embedder
 
     embedder = Embedder()
@@ -137,9 +157,15 @@ def embedder_alone(texts: list[str]) -> dict[str, float]:
         _, one_thread = _timed(embedder.embed, texts)
     finally:
         torch.set_num_threads(threads)
-    return {"load_s": load, "embed_s": seconds, "chunks": len(texts), "chunks_per_s": len(texts) / seconds,
-            "torch_threads": threads,
-            "embed_1_thread_s": one_thread, "chunks_per_s_1_thread": len(texts) / one_thread}
+    return {
+        "load_s": load,
+        "embed_s": seconds,
+        "chunks": len(texts),
+        "chunks_per_s": len(texts) / seconds,
+        "torch_threads": threads,
+        "embed_1_thread_s": one_thread,
+        "chunks_per_s_1_thread": len(texts) / one_thread,
+    }
 
 
 def pipeline_run(years: tuple[int, int], workdir: Path, name: str) -> dict[str, Any]:
@@ -153,37 +179,64 @@ def pipeline_run(years: tuple[int, int], workdir: Path, name: str) -> dict[str, 
     config = IngestConfig(db_uri=str(workdir / f"{name}.lancedb"), sotu_years=years, num_cpus=2)
     with PeakMemory() as memory:
         summary = run_ingest(["sotu"], config, progress=progress)
-    return {"seconds": summary.seconds, "chunks": summary.chunks_written, "chunks_per_s": summary.chunks_per_second,
-            "first_batch_s": marks.get("batch"), "planned_s": marks.get("planned"),
-            "peak_rss_bytes": memory.peak}
+    return {
+        "seconds": summary.seconds,
+        "chunks": summary.chunks_written,
+        "chunks_per_s": summary.chunks_per_second,
+        "first_batch_s": marks.get("batch"),
+        "planned_s": marks.get("planned"),
+        "peak_rss_bytes": memory.peak,
+    }
 
 
 def markdown(r: dict[str, Any]) -> str:
     """The ingest report as markdown."""
     b, e, runs = r["breakdown"], r["embedder"], r["pipeline"]
-    lines = [(f"## ingest (sotu {r['years'][0]}–{r['years'][1]}: {r['documents']} documents, {e['chunks']} chunks; "
-              f"rule annotator; run {r['started'][:16]}Z, {r['seconds']:.0f} s, "
-              f"load average {r.get('load_average_1m_at_end', 0):.1f} on 2 cores)"), "",
-             "| what | seconds | chunks/s | × embedder alone | peak RSS |", "|---|---|---|---|---|",
-             f"| embedder alone (Embedder.embed, model loaded) | {e['embed_s']:.1f} | {e['chunks_per_s']:.1f} | 1.00 | |",
-             (f"| embedder alone incl. import + model load ({b['embed_setup_s']:.1f} s, the embed stage's set-up) | "
-              f"{e['embed_s'] + b['embed_setup_s']:.1f} | {e['chunks'] / (e['embed_s'] + b['embed_setup_s']):.1f} | "
-              f"{e['embed_s'] / (e['embed_s'] + b['embed_setup_s']):.2f} | |"),
-             (f"| embedder alone, 1 torch thread (as in the Ray embed actor) | {e['embed_1_thread_s']:.1f} | "
-              f"{e['chunks_per_s_1_thread']:.1f} | {e['chunks_per_s_1_thread'] / e['chunks_per_s']:.2f} | |")]
+    lines = [
+        (
+            f"## ingest (sotu {r['years'][0]}–{r['years'][1]}: {r['documents']} documents, {e['chunks']} chunks; "
+            f"rule annotator; run {r['started'][:16]}Z, {r['seconds']:.0f} s, "
+            f"load average {r.get('load_average_1m_at_end', 0):.1f} on 2 cores)"
+        ),
+        "",
+        "| what | seconds | chunks/s | × embedder alone | peak RSS |",
+        "|---|---|---|---|---|",
+        f"| embedder alone (Embedder.embed, model loaded) | {e['embed_s']:.1f} | {e['chunks_per_s']:.1f} | 1.00 | |",
+        (
+            f"| embedder alone incl. import + model load ({b['embed_setup_s']:.1f} s, the embed stage's set-up) | "
+            f"{e['embed_s'] + b['embed_setup_s']:.1f} | {e['chunks'] / (e['embed_s'] + b['embed_setup_s']):.1f} | "
+            f"{e['embed_s'] / (e['embed_s'] + b['embed_setup_s']):.2f} | |"
+        ),
+        (
+            f"| embedder alone, 1 torch thread (as in the Ray embed actor) | {e['embed_1_thread_s']:.1f} | "
+            f"{e['chunks_per_s_1_thread']:.1f} | {e['chunks_per_s_1_thread'] / e['chunks_per_s']:.2f} | |"
+        ),
+    ]
     for name, p in runs.items():
-        lines.append(f"| run_ingest, {name} | {p['seconds']:.1f} | {p['chunks_per_s']:.1f} | "
-                     f"{p['chunks_per_s'] / e['chunks_per_s']:.2f} | {p['peak_rss_bytes'] / 2**30:.2f} GiB |")
+        lines.append(
+            f"| run_ingest, {name} | {p['seconds']:.1f} | {p['chunks_per_s']:.1f} | "
+            f"{p['chunks_per_s'] / e['chunks_per_s']:.2f} | {p['peak_rss_bytes'] / 2**30:.2f} GiB |"
+        )
     stages = sum(b[k] for k in ("annotate_chunk_s", "embed_s", "validate_s", "write_s", "optimize_s"))
     setup = sum(b[k] for k in ("annotate_setup_s", "embed_setup_s", "validate_setup_s"))
-    lines += ["", "Per stage, in process without Ray (seconds; set-up = once per actor):", "",
-              "| stage | set-up | work | share of work |", "|---|---|---|---|"]
-    for stage, setup_key, work_key in (("annotate + chunk (rules)", "annotate_setup_s", "annotate_chunk_s"),
-                                       ("embed", "embed_setup_s", "embed_s"),
-                                       ("validate (GX)", "validate_setup_s", "validate_s"),
-                                       ("write (merge_insert)", None, "write_s"), ("optimize (indexes)", None, "optimize_s")):
-        lines.append(f"| {stage} | {b[setup_key] if setup_key else 0:.1f} | {b[work_key]:.1f} | "
-                     f"{b[work_key] / stages:.0%} |")
+    lines += [
+        "",
+        "Per stage, in process without Ray (seconds; set-up = once per actor):",
+        "",
+        "| stage | set-up | work | share of work |",
+        "|---|---|---|---|",
+    ]
+    for stage, setup_key, work_key in (
+        ("annotate + chunk (rules)", "annotate_setup_s", "annotate_chunk_s"),
+        ("embed", "embed_setup_s", "embed_s"),
+        ("validate (GX)", "validate_setup_s", "validate_s"),
+        ("write (merge_insert)", None, "write_s"),
+        ("optimize (indexes)", None, "optimize_s"),
+    ):
+        lines.append(
+            f"| {stage} | {b[setup_key] if setup_key else 0:.1f} | {b[work_key]:.1f} | "
+            f"{b[work_key] / stages:.0%} |"
+        )
     lines += [f"| total | {setup:.1f} | {stages:.1f} | |", ""]
     return "\n".join(lines)
 
@@ -193,18 +246,31 @@ def scaling_markdown(r: dict[str, Any]) -> str:
     sc = r["scaling"]
     c, m, n = sc["cluster"], sc["driver_rss"], sc["nightly"]
     small, large = m["docs"]
-    return "\n".join([
-        f"## ingest scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its end; ratios from one run)", "",
-        "| ratio | value | target | measured as |", "|---|---|---|---|",
-        f"| ingest ÷ embedder alone (1 node, Ray up) | {sc['ingest_over_embedder']:.2f} | ≥ 0.80 | chunks/s above |",
-        (f"| 2 worker nodes ÷ 1 worker node | {sc['two_nodes_over_one']:.2f} | ≥ 1.70 | {c['chunks']} chunks: "
-         f"{c['one']['chunks_per_s']:.1f} vs {c['two']['chunks_per_s']:.1f} chunks/s (1 CPU, 1 torch thread per node; "
-         f"embed on {c['one']['embed_nodes']} / {c['two']['embed_nodes']} nodes) |"),
-        (f"| driver peak RSS, {large:,} ÷ {small:,} documents | {sc['driver_rss_50k_over_5k']:.2f} | ≤ 1.20 | "
-         f"{m['peak_rss_bytes'][0] / 2**20:.0f} MiB vs {m['peak_rss_bytes'][1] / 2**20:.0f} MiB (driver process only) |"),
-        (f"| nightly time on the changed documents | {sc['nightly_changed_share']:.2f} | ≥ 0.80 | {n['changed']:,} changed of "
-         f"{n['stored']:,} stored: {n['changed_alone_s']:.1f} s alone vs {n['nightly_s']:.1f} s nightly |"), "",
-        *scaling_notes(r), ""])
+    return "\n".join(
+        [
+            f"## ingest scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its end; ratios from one run)",
+            "",
+            "| ratio | value | target | measured as |",
+            "|---|---|---|---|",
+            f"| ingest ÷ embedder alone (1 node, Ray up) | {sc['ingest_over_embedder']:.2f} | ≥ 0.80 | chunks/s above |",
+            (
+                f"| 2 worker nodes ÷ 1 worker node | {sc['two_nodes_over_one']:.2f} | ≥ 1.70 | {c['chunks']} chunks: "
+                f"{c['one']['chunks_per_s']:.1f} vs {c['two']['chunks_per_s']:.1f} chunks/s (1 CPU, 1 torch thread per node; "
+                f"embed on {c['one']['embed_nodes']} / {c['two']['embed_nodes']} nodes) |"
+            ),
+            (
+                f"| driver peak RSS, {large:,} ÷ {small:,} documents | {sc['driver_rss_50k_over_5k']:.2f} | ≤ 1.20 | "
+                f"{m['peak_rss_bytes'][0] / 2**20:.0f} MiB vs {m['peak_rss_bytes'][1] / 2**20:.0f} MiB (driver process only) |"
+            ),
+            (
+                f"| nightly time on the changed documents | {sc['nightly_changed_share']:.2f} | ≥ 0.80 | {n['changed']:,} changed of "
+                f"{n['stored']:,} stored: {n['changed_alone_s']:.1f} s alone vs {n['nightly_s']:.1f} s nightly |"
+            ),
+            "",
+            *scaling_notes(r),
+            "",
+        ]
+    )
 
 
 def scaling_notes(r: dict[str, Any]) -> list[str]:
@@ -225,16 +291,26 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.speed.ingest", description=__doc__.split("\n")[0])
     parser.add_argument("--years", default="1920-1940", help="inclusive sotu year slice, e.g. 1920-1940")
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
-    parser.add_argument("--scaling", action="store_true", help="also the cluster, driver-RSS and nightly ratios")
-    parser.add_argument("--rss-docs", default="5000,50000", help="small,large synthetic corpus for driver RSS")
+    parser.add_argument(
+        "--scaling", action="store_true", help="also the cluster, driver-RSS and nightly ratios"
+    )
+    parser.add_argument(
+        "--rss-docs", default="5000,50000", help="small,large synthetic corpus for driver RSS"
+    )
     parser.add_argument("--nightly-docs", type=int, default=100_000, help="stored documents for the nightly")
-    parser.add_argument("--cluster-years", default=None, help="sotu slice for the 1- vs 2-node runs (default --years)")
+    parser.add_argument(
+        "--cluster-years", default=None, help="sotu slice for the 1- vs 2-node runs (default --years)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     years = tuple(int(y) for y in args.years.split("-"))
     t0 = time.perf_counter()
     docs = [d for d in load_source("sotu", sotu_years=years) if isinstance(d, SourceDocument)]
-    result: dict[str, Any] = {"years": years, "documents": len(docs), "started": datetime.now(UTC).isoformat()}
+    result: dict[str, Any] = {
+        "years": years,
+        "documents": len(docs),
+        "started": datetime.now(UTC).isoformat(),
+    }
     with tempfile.TemporaryDirectory(prefix="diachron-bench-ingest-") as tmp:
         result["breakdown"], texts = stage_breakdown(docs, Path(tmp))
         log.info("breakdown done: %s", result["breakdown"])
@@ -246,10 +322,12 @@ def main(argv: list[str] | None = None) -> None:
             from bench.speed import scaling
 
             warm = result["pipeline"]["Ray already up"]["chunks_per_s"]
-            result["scaling"] = scaling.run(Path(tmp), years=tuple(int(y) for y in (args.cluster_years or args.years)
-                                                                   .split("-")),
-                                            rss_docs=tuple(int(n) for n in args.rss_docs.split(",")),
-                                            nightly_docs=args.nightly_docs)
+            result["scaling"] = scaling.run(
+                Path(tmp),
+                years=tuple(int(y) for y in (args.cluster_years or args.years).split("-")),
+                rss_docs=tuple(int(n) for n in args.rss_docs.split(",")),
+                nightly_docs=args.nightly_docs,
+            )
             result["scaling"]["ingest_over_embedder"] = warm / result["embedder"]["chunks_per_s"]
     import ray
 
@@ -262,8 +340,19 @@ def main(argv: list[str] | None = None) -> None:
 
         print(write_reports(result, args.out, "ingest-scaling", scaling_markdown(result)))
         sc = result["scaling"]
-        print(json.dumps({k: round(sc[k], 3) for k in ("ingest_over_embedder", "two_nodes_over_one",
-                                                        "driver_rss_50k_over_5k", "nightly_changed_share")}))
+        print(
+            json.dumps(
+                {
+                    k: round(sc[k], 3)
+                    for k in (
+                        "ingest_over_embedder",
+                        "two_nodes_over_one",
+                        "driver_rss_50k_over_5k",
+                        "nightly_changed_share",
+                    )
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -47,16 +47,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
-from bench.speed.generate import WINDOWS, Query, generate, queries
-from bench.speed.report import write_reports
 from diachron.ingest.time_index import build_time_index
 from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import bounds
 from diachron.retrieval.search import Searcher
 from diachron.schemas.time_index import FORMAT as TIME_INDEX_FORMAT
 from diachron.schemas.time_index import index_dir
+
+from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
+from bench.speed.generate import WINDOWS, Query, generate, queries
+from bench.speed.report import write_reports
 
 log = logging.getLogger(__name__)
 
@@ -191,16 +191,23 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
         resident = searcher.index.nbytes + (searcher.time_index.resident_bytes if searcher.time_index else 0)
         build["searcher_bytes_per_chunk"] = resident / n
         if path == "client+rows":
-            return lambda q: [_chunk_offset(h.row["chunk_id"])
-                              for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)]
-        chunk_ids = np.array([_chunk_offset(c) for c in searcher.dataset.to_table(columns=["chunk_id"])
-                             .column("chunk_id").to_pylist()])  # evaluation only: offset -> generated row
+            return lambda q: [
+                _chunk_offset(h.row["chunk_id"])
+                for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)
+            ]
+        chunk_ids = np.array(
+            [
+                _chunk_offset(c)
+                for c in searcher.dataset.to_table(columns=["chunk_id"]).column("chunk_id").to_pylist()
+            ]
+        )  # evaluation only: offset -> generated row
 
         def run(q: Query) -> list[int]:
             offsets, _, plan = searcher.top_k_planned(q.vector, TimeFilter(event=(q.interval,)), k=K)
             if path == "client":
                 plans[q.window].append(plan.to_dict())
             return chunk_ids[offsets].tolist()
+
         return run
 
     paths: dict[str, dict[str, Any]] = {p: {} for p in PATHS}
@@ -214,23 +221,32 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
         times: dict[str, list[float]] = {p: [] for p in PATHS}
         recalls: dict[str, list[float]] = {p: [] for p in PATHS}
         order_rng = np.random.default_rng(len(wq))
-        for q in wq:  # interleaved, shuffled per query: load and the previous path's traces fall on every path alike
+        for q in (
+            wq
+        ):  # interleaved, shuffled per query: load and the previous path's traces fall on every path alike
             for path in order_rng.permutation(PATHS).tolist():
                 ms, ids = _time(searchers[path], q)
                 times[path].append(ms)
                 recalls[path].append(len(truth[id(q)] & set(ids)) / K)
         selectivity = statistics.mean(len(arrays_rows(arrays, q)) / n for q in wq)
-        client_plans = plans[window][-len(wq):]
+        client_plans = plans[window][-len(wq) :]
         for path in PATHS:
-            paths[path][window] = {"cold_ms": cold[path], "p50_ms": float(np.percentile(times[path], 50)),
-                                   "p95_ms": float(np.percentile(times[path], 95)),
-                                   "recall_at_10": statistics.mean(recalls[path]),
-                                   "min_recall_at_10": min(recalls[path]), "selectivity": selectivity}
-        paths["client"][window]["approximate_share"] = statistics.mean(p["path"] == "approximate" for p in client_plans)
+            paths[path][window] = {
+                "cold_ms": cold[path],
+                "p50_ms": float(np.percentile(times[path], 50)),
+                "p95_ms": float(np.percentile(times[path], 95)),
+                "recall_at_10": statistics.mean(recalls[path]),
+                "min_recall_at_10": min(recalls[path]),
+                "selectivity": selectivity,
+            }
+        paths["client"][window]["approximate_share"] = statistics.mean(
+            p["path"] == "approximate" for p in client_plans
+        )
         paths["client"][window]["expected_recall"] = min(p["expected_recall"] for p in client_plans)
         layouts = [p.get("layout", "?") for p in client_plans]
-        paths["client"][window]["layouts"] = " / ".join(f"{name} {layouts.count(name) / len(layouts):.0%}"
-                                                        for name in sorted(set(layouts)))
+        paths["client"][window]["layouts"] = " / ".join(
+            f"{name} {layouts.count(name) / len(layouts):.0%}" for name in sorted(set(layouts))
+        )
         log.info("%s %s done", kind, window)
     return {"build": build, "paths": paths}
 
@@ -256,11 +272,17 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
             if figures["selectivity"] >= WIDE_SELECTIVITY:
                 wide.append(figures["p50_ms"] / paths["paper"][window]["p50_ms"])
                 wide_recalls.append(figures["recall_at_10"])
-    out = {"tier": result["tier"], "worst_p50_over_best_baseline": round(max(ratios), 3),
-           "min_recall_at_10": round(min(recalls), 3), "load_average": round(os.getloadavg()[0], 2)}
+    out = {
+        "tier": result["tier"],
+        "worst_p50_over_best_baseline": round(max(ratios), 3),
+        "min_recall_at_10": round(min(recalls), 3),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
     if wide:
-        out |= {"worst_p50_over_candidate_scan_at_20pct": round(max(wide), 3),
-                "min_mean_recall_at_10_at_20pct": round(min(wide_recalls), 3)}
+        out |= {
+            "worst_p50_over_candidate_scan_at_20pct": round(max(wide), 3),
+            "min_mean_recall_at_10_at_20pct": round(min(wide_recalls), 3),
+        }
     out["searcher_bytes_per_chunk"] = round(max(held), 1)
     return out
 
@@ -293,16 +315,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tier", choices=sorted(TIERS), default="100k")
     parser.add_argument("--queries", type=int, default=15, help="queries per window kind")
     parser.add_argument("--kinds", default="uniform,clustered")
-    parser.add_argument("--ehypo-sample", type=int, default=0, help="queries per window for e_hypo (0 = skip)")
+    parser.add_argument(
+        "--ehypo-sample", type=int, default=0, help="queries per window for e_hypo (0 = skip)"
+    )
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "diachron-bench")
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     n = TIERS[args.tier]
     t0 = time.perf_counter()
-    result: dict[str, Any] = {"tier": args.tier, "rows": n, "k": K, "queries_per_window": args.queries,
-                              "started": datetime.now(UTC).isoformat(), "load_average_1m_at_start": os.getloadavg()[0],
-                              "kinds": {}}
+    result: dict[str, Any] = {
+        "tier": args.tier,
+        "rows": n,
+        "k": K,
+        "queries_per_window": args.queries,
+        "started": datetime.now(UTC).isoformat(),
+        "load_average_1m_at_start": os.getloadavg()[0],
+        "kinds": {},
+    }
     for kind in args.kinds.split(","):
         result["kinds"][kind] = run_kind(n, kind, args.cache_dir, args.queries)
     if args.ehypo_sample:

@@ -26,44 +26,78 @@ def _cell(f: dict[str, float]) -> str:
 def query_markdown(result: dict[str, Any]) -> str:
     """Markdown tables of a query-benchmark result (one per vector kind), ratios against the best baseline."""
     load = f"load average {result.get('load_average_1m_at_start', 0):.1f} → {result.get('load_average_1m_at_end', 0):.1f}"
-    lines = [(f"## query-{result['tier']} ({result['rows']:,} chunks × 384, top-{result['k']}, "
-              f"{result['queries_per_window']} queries per window; run {result['started'][:16]}Z, "
-              f"{result['seconds']:.0f} s, {load} on 2 cores)"), "",
-             ("Cells: p50 / p95 (cold) in ms, R = mean recall@10 vs exact. Ratio = p50 ÷ best baseline p50. "
-              "`client` plan: share of queries on the approximate path, lowest expected recall the trace reported, "
-              "vectors read per query (`time` = time-ordered copy, `classed` = length-classed entries, both an int8 "
-              "first pass whose shortlist is re-scored exactly from float32 until the top-10 is certified; `tree` = "
-              "IVF in tree nodes). Each timed call follows an idle pause and a cache-evicting read; the time index's "
-              "files are read once before each window (`bench/speed/query.py`)."),
-             ""]
+    lines = [
+        (
+            f"## query-{result['tier']} ({result['rows']:,} chunks × 384, top-{result['k']}, "
+            f"{result['queries_per_window']} queries per window; run {result['started'][:16]}Z, "
+            f"{result['seconds']:.0f} s, {load} on 2 cores)"
+        ),
+        "",
+        (
+            "Cells: p50 / p95 (cold) in ms, R = mean recall@10 vs exact. Ratio = p50 ÷ best baseline p50. "
+            "`client` plan: share of queries on the approximate path, lowest expected recall the trace reported, "
+            "vectors read per query (`time` = time-ordered copy, `classed` = length-classed entries, both an int8 "
+            "first pass whose shortlist is re-scored exactly from float32 until the top-10 is certified; `tree` = "
+            "IVF in tree nodes). Each timed call follows an idle pause and a cache-evicting read; the time index's "
+            "files are read once before each window (`bench/speed/query.py`)."
+        ),
+        "",
+    ]
     for kind, data in result["kinds"].items():
         paths = data["paths"]
-        head = ["window", "selectivity", *paths, "best baseline", *(f"{p} ÷ best" for p in OURS), "client plan"]
+        head = [
+            "window",
+            "selectivity",
+            *paths,
+            "best baseline",
+            *(f"{p} ÷ best" for p in OURS),
+            "client plan",
+        ]
         lines += [f"### {kind} vectors", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for window, base in paths["numpy"].items():
             best = min(paths[b][window]["p50_ms"] for b in BASELINES)
             client = paths["client"][window]
-            row = [window, f"{base['selectivity']:.1%}", *(_cell(paths[p][window]) for p in paths), f"{best:.1f}",
-                   *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS),
-                   f"{client.get('approximate_share', 0):.0%} approx, exp. R {client.get('expected_recall', 1):.2f}"
-                   + (f", layouts {client['layouts']}" if client.get("layouts") else "")]
+            row = [
+                window,
+                f"{base['selectivity']:.1%}",
+                *(_cell(paths[p][window]) for p in paths),
+                f"{best:.1f}",
+                *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS),
+                f"{client.get('approximate_share', 0):.0%} approx, exp. R {client.get('expected_recall', 1):.2f}"
+                + (f", layouts {client['layouts']}" if client.get("layouts") else ""),
+            ]
             lines.append("| " + " | ".join(row) + " |")
         b = data["build"]
-        levels = ", ".join(f"L{lv}: nprobe {v['nprobe']}/{v['nlist']} R={v['recall_at_10']:.2f}"
-                           + ("" if v.get("ivf", True) else " (scan)") for lv, v in b["time_index_levels"].items())
-        lines += ["", (f"Build ({kind}): generate {b['generate_s']:.1f} s; write {b['write_s']:.1f} s; BTREE "
-                  f"{b['btree_s']:.1f} s; time-partitioned index {b['time_index_s']:.1f} s "
-                  f"({b['time_index_disk_bytes'] / 2**20:.0f} MiB on disk; levels {levels or 'none (small)'}); "
-                  f"searcher open {b.get('searcher_open_s', 0):.2f} s, "
-                  f"{b.get('searcher_bytes_per_chunk', 0):.0f} bytes per chunk held in memory; index files read "
-                  f"before each window in {statistics.median(b.get('warm_s') or [0]):.1f} s (median); paper NCLS "
-                  f"{b['paper_ncls_build_s']:.2f} s (+ {b['load_arrays_s']:.1f} s to load vectors into memory). "
-                  f"Table {b['table_disk_bytes'] / 2**20:.0f} MiB."), ""]
+        levels = ", ".join(
+            f"L{lv}: nprobe {v['nprobe']}/{v['nlist']} R={v['recall_at_10']:.2f}"
+            + ("" if v.get("ivf", True) else " (scan)")
+            for lv, v in b["time_index_levels"].items()
+        )
+        lines += [
+            "",
+            (
+                f"Build ({kind}): generate {b['generate_s']:.1f} s; write {b['write_s']:.1f} s; BTREE "
+                f"{b['btree_s']:.1f} s; time-partitioned index {b['time_index_s']:.1f} s "
+                f"({b['time_index_disk_bytes'] / 2**20:.0f} MiB on disk; levels {levels or 'none (small)'}); "
+                f"searcher open {b.get('searcher_open_s', 0):.2f} s, "
+                f"{b.get('searcher_bytes_per_chunk', 0):.0f} bytes per chunk held in memory; index files read "
+                f"before each window in {statistics.median(b.get('warm_s') or [0]):.1f} s (median); paper NCLS "
+                f"{b['paper_ncls_build_s']:.2f} s (+ {b['load_arrays_s']:.1f} s to load vectors into memory). "
+                f"Table {b['table_disk_bytes'] / 2**20:.0f} MiB."
+            ),
+            "",
+        ]
     if "ehypo" in result:
         e = result["ehypo"]
-        lines += ["### e_hypo cost (real embedder, all-MiniLM-L6-v2, anchors embedded per query)", "",
-                  "| window | anchors | p50 ms |", "|---|---|---|"]
-        lines += [f"| {w} | {v['anchors']:.0f} | {v['p50_ms']:.0f} |" for w, v in e.items() if isinstance(v, dict)]
+        lines += [
+            "### e_hypo cost (real embedder, all-MiniLM-L6-v2, anchors embedded per query)",
+            "",
+            "| window | anchors | p50 ms |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {w} | {v['anchors']:.0f} | {v['p50_ms']:.0f} |" for w, v in e.items() if isinstance(v, dict)
+        ]
         lines += ["", f"Model load: {e['model_load_s']:.1f} s (once per process).", ""]
     if "summary" in result:
         lines += ["Summary: `" + json.dumps(result["summary"]) + "`", ""]
@@ -75,7 +109,11 @@ def _update_latest(name: str, markdown: str) -> None:
     marker_start, marker_end = f"<!-- {name} -->", f"<!-- /{name} -->"
     section = f"{marker_start}\n{markdown}\n{marker_end}"
     pattern = re.compile(re.escape(marker_start) + ".*?" + re.escape(marker_end), re.DOTALL)
-    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+    text = (
+        pattern.sub(lambda _: section, text)
+        if pattern.search(text)
+        else text.rstrip() + "\n\n" + section + "\n"
+    )
     LATEST.write_text(text)
 
 

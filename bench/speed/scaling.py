@@ -83,8 +83,9 @@ def _node(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 600) 
 
 
 @contextmanager
-def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1,
-                  dashboard: bool = False) -> Iterator[dict[str, str]]:
+def local_cluster(
+    workers: int, *, head_cpus: int = 0, worker_cpus: int = 1, dashboard: bool = False
+) -> Iterator[dict[str, str]]:
     """A Ray cluster of this machine (head + ``workers`` worker nodes, token auth on); yields the driver env.
 
     ``dashboard=True`` starts the head's dashboard, which serves Ray's state API (``ray[default]``).
@@ -95,21 +96,56 @@ def local_cluster(workers: int, *, head_cpus: int = 0, worker_cpus: int = 1,
     root = Path(tempfile.mkdtemp(prefix="dray"))  # Ray's socket paths must stay under 108 bytes
     token = root / "token"
     token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_raylet_start_wait_time_s": "180"}  # a loaded machine registers nodes slowly
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_raylet_start_wait_time_s": "180",
+    }  # a loaded machine registers nodes slowly
     env.pop("RAY_ADDRESS", None)
     port = _port()
     node = ["--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
-    agents = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
-              "metrics-export-port")
+    agents = (
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+    )
     procs: list[subprocess.Popen] = []
     try:
-        procs.append(_node([RAY, "start", "--head", f"--port={port}", f"--num-cpus={head_cpus}",
-                            f"--include-dashboard={str(dashboard).lower()}", f"--temp-dir={root / 't'}",
-                            *_ports("ray-client-server-port", "dashboard-port", *agents), *node], env, root / "head.log"))
+        procs.append(
+            _node(
+                [
+                    RAY,
+                    "start",
+                    "--head",
+                    f"--port={port}",
+                    f"--num-cpus={head_cpus}",
+                    f"--include-dashboard={str(dashboard).lower()}",
+                    f"--temp-dir={root / 't'}",
+                    *_ports("ray-client-server-port", "dashboard-port", *agents),
+                    *node,
+                ],
+                env,
+                root / "head.log",
+            )
+        )
         for i in range(workers):
-            procs.append(_node([RAY, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
-                                *_ports(*agents), *node], env, root / f"worker-{i}.log"))
+            procs.append(
+                _node(
+                    [
+                        RAY,
+                        "start",
+                        f"--address=127.0.0.1:{port}",
+                        f"--num-cpus={worker_cpus}",
+                        *_ports(*agents),
+                        *node,
+                    ],
+                    env,
+                    root / f"worker-{i}.log",
+                )
+            )
         yield {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
     finally:
         for proc in reversed(procs):
@@ -134,24 +170,52 @@ def cluster_runs(workdir: Path, years: tuple[int, int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, workers in (("one", 1), ("two", 2)):
         with local_cluster(workers) as env:
-            r = _result([sys.executable, "-c", CLUSTER_DRIVER, str(workdir / f"cluster-{name}"), f"{years[0]}-{years[1]}"],
-                        env)
-        out[name] = {"chunks": r["chunks_written"], "wall_s": r["wall_s"], "chunks_per_s": r["chunks_written"] / r["wall_s"],
-                     "embed_nodes": r["embed_nodes"]}
+            r = _result(
+                [
+                    sys.executable,
+                    "-c",
+                    CLUSTER_DRIVER,
+                    str(workdir / f"cluster-{name}"),
+                    f"{years[0]}-{years[1]}",
+                ],
+                env,
+            )
+        out[name] = {
+            "chunks": r["chunks_written"],
+            "wall_s": r["wall_s"],
+            "chunks_per_s": r["chunks_written"] / r["wall_s"],
+            "embed_nodes": r["embed_nodes"],
+        }
     out["chunks"] = out["one"]["chunks"]
     return out
 
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 def synthetic(i: int, changed: bool = False) -> dict[str, Any]:
     """One short dated document (a sentence with a date), ``changed`` appends a revision note."""
     year, month, day = 1990 + i % 30, i % 12, i % 28 + 1
     text = f"Report {i}: the committee met on {day} {_MONTHS[month]} {year} and approved item {i}."
-    return {"doc_id": f"report-{i}", "title": f"Report {i}", "published_at": f"{year}-{month + 1:02d}-{day:02d}",
-            "text": text + (" Revised after review." if changed else "")}
+    return {
+        "doc_id": f"report-{i}",
+        "title": f"Report {i}",
+        "published_at": f"{year}-{month + 1:02d}-{day:02d}",
+        "text": text + (" Revised after review." if changed else ""),
+    }
 
 
 def _jsonl(path: Path, records: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Path:
@@ -166,7 +230,9 @@ def driver_rss(workdir: Path, sizes: tuple[int, int]) -> dict[str, Any]:
     peaks, seconds = [], []
     for n in sizes:
         source = _jsonl(workdir / f"synthetic-{n}.jsonl", (synthetic(i) for i in range(n)))
-        r = _result([sys.executable, "-c", RSS_DRIVER, str(source), str(workdir / f"rss-{n}")], dict(os.environ))
+        r = _result(
+            [sys.executable, "-c", RSS_DRIVER, str(source), str(workdir / f"rss-{n}")], dict(os.environ)
+        )
         peaks.append(r["peak_rss_bytes"])
         seconds.append(r["seconds"])
     return {"docs": list(sizes), "peak_rss_bytes": peaks, "seconds": seconds}
@@ -175,7 +241,6 @@ def driver_rss(workdir: Path, sizes: tuple[int, int]) -> dict[str, Any]:
 def nightly(workdir: Path, stored: int, changed_share: float = 0.01) -> dict[str, Any]:
     """A nightly over ``stored`` documents with ``changed_share`` of them changed, and those alone."""
     import pyarrow as pa
-
     from diachron.ingest.embedding import resolve_embedder
     from diachron.ingest.pipeline import IngestConfig, run_ingest
     from diachron.ingest.store import Store
@@ -187,17 +252,38 @@ def nightly(workdir: Path, stored: int, changed_share: float = 0.01) -> dict[str
     store = Store(str(db), dim=spec.dim)
     now = datetime.now(UTC)
     for start in range(0, stored, 20_000):  # the stored versions, as an earlier run left them
-        rows = [dict(synthetic(i), series_id=f"report-{i}", content_sha256=content_sha256(synthetic(i)["text"]),
-                     published_at=None, published_at_source="unknown", source_timezone=None, abstract="",
-                     version=None, supersedes=None, relation=None, valid_from=None, valid_until=None,
-                     source_uri="bench", metadata_json="{}", annotator="rules", recorded_at=now, run_id="bench-seed")
-                for i in range(start, min(stored, start + 20_000))]
-        store.insert_new("documents", pa.Table.from_pylist(rows, schema=arrow_schema(DocumentRecord)), now=now)
+        rows = [
+            dict(
+                synthetic(i),
+                series_id=f"report-{i}",
+                content_sha256=content_sha256(synthetic(i)["text"]),
+                published_at=None,
+                published_at_source="unknown",
+                source_timezone=None,
+                abstract="",
+                version=None,
+                supersedes=None,
+                relation=None,
+                valid_from=None,
+                valid_until=None,
+                source_uri="bench",
+                metadata_json="{}",
+                annotator="rules",
+                recorded_at=now,
+                run_id="bench-seed",
+            )
+            for i in range(start, min(stored, start + 20_000))
+        ]
+        store.insert_new(
+            "documents", pa.Table.from_pylist(rows, schema=arrow_schema(DocumentRecord)), now=now
+        )
     step = max(1, round(1 / changed_share))
     changed = set(range(0, stored, step))
     source = _jsonl(workdir / "nightly.jsonl", (synthetic(i, i in changed) for i in range(stored)))
     alone = _jsonl(workdir / "changed.jsonl", (synthetic(i, True) for i in sorted(changed)))
-    run_ingest([str(alone)], IngestConfig(db_uri=str(workdir / "warm-up"), num_cpus=2, optimize=False))  # Ray up
+    run_ingest(
+        [str(alone)], IngestConfig(db_uri=str(workdir / "warm-up"), num_cpus=2, optimize=False)
+    )  # Ray up
     t0 = time.perf_counter()
     run_ingest([str(alone)], IngestConfig(db_uri=str(workdir / "alone"), num_cpus=2, optimize=False))
     alone_s = time.perf_counter() - t0
@@ -208,7 +294,9 @@ def nightly(workdir: Path, stored: int, changed_share: float = 0.01) -> dict[str
     return {"stored": stored, "changed": len(changed), "changed_alone_s": alone_s, "nightly_s": nightly_s}
 
 
-def run(workdir: Path, *, years: tuple[int, int], rss_docs: tuple[int, int], nightly_docs: int) -> dict[str, Any]:
+def run(
+    workdir: Path, *, years: tuple[int, int], rss_docs: tuple[int, int], nightly_docs: int
+) -> dict[str, Any]:
     """All three measurements; ratios computed from this one run."""
     out: dict[str, Any] = {}
     out["nightly"] = nightly(workdir, nightly_docs)

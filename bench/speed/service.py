@@ -63,8 +63,12 @@ def _load() -> str:
 
 def _start(db: str, port: int) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "diachron.cli", "serve", "--db", db, "--port", str(port)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "diachron.cli", "serve", "--db", db, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 900  # a loaded machine takes minutes to import and load the model
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -87,8 +91,10 @@ def _search(url: str, question: str, k: int = 10) -> tuple[float, dict]:
 
 
 def _warm(url: str, repeats: int) -> list[str]:
-    rows = ["| window | anchors | p50 ms | p95 ms | e_hypo share (median) | server total ms (median) |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| window | anchors | p50 ms | p95 ms | e_hypo share (median) | server total ms (median) |",
+        "|---|---|---|---|---|---|",
+    ]
     everything: list[float] = []
     for window, question in QUESTIONS:
         _search(url, question)  # warm-up: this question's first run builds nothing new, but pages in data
@@ -101,10 +107,14 @@ def _warm(url: str, repeats: int) -> list[str]:
             shares.append(seconds.get("embed", 0.0) / seconds["total"] if seconds["total"] else 0.0)
             anchors = payload["trace"]["anchors"]
         everything += walls
-        rows.append(f"| {window} | {anchors} | {1000 * statistics.median(walls):.0f} | "
-                    f"{1000 * _percentile(walls, 0.95):.0f} | {statistics.median(shares):.0%} | "
-                    f"{1000 * statistics.median(totals):.0f} |")
-    rows.append(f"| all | | {1000 * statistics.median(everything):.0f} | {1000 * _percentile(everything, 0.95):.0f} | | |")
+        rows.append(
+            f"| {window} | {anchors} | {1000 * statistics.median(walls):.0f} | "
+            f"{1000 * _percentile(walls, 0.95):.0f} | {statistics.median(shares):.0%} | "
+            f"{1000 * statistics.median(totals):.0f} |"
+        )
+    rows.append(
+        f"| all | | {1000 * statistics.median(everything):.0f} | {1000 * _percentile(everything, 0.95):.0f} | | |"
+    )
     return rows
 
 
@@ -113,7 +123,9 @@ def _concurrent(url: str, n: int) -> str:
 
     def one(question: str) -> tuple[float, int]:
         t0 = time.perf_counter()
-        status = httpx.post(f"{url}/search", json={"question": question, "k": 5, "now": NOW}, timeout=300).status_code
+        status = httpx.post(
+            f"{url}/search", json={"question": question, "k": 5, "now": NOW}, timeout=300
+        ).status_code
         return time.perf_counter() - t0, status
 
     t0 = time.perf_counter()
@@ -123,8 +135,10 @@ def _concurrent(url: str, n: int) -> str:
     walls = [w for w, _ in results]
     errors = sum(1 for _, s in results if s != 200)
     statuses = ", ".join(f"{code}: {count}" for code, count in sorted(Counter(s for _, s in results).items()))
-    return (f"{n} concurrent requests ({statuses}): {errors} errors, p50 {1000 * statistics.median(walls):.0f} ms, "
-            f"p95 {1000 * _percentile(walls, 0.95):.0f} ms, all answered in {span:.1f} s")
+    return (
+        f"{n} concurrent requests ({statuses}): {errors} errors, p50 {1000 * statistics.median(walls):.0f} ms, "
+        f"p95 {1000 * _percentile(walls, 0.95):.0f} ms, all answered in {span:.1f} s"
+    )
 
 
 def _cold(db: str, runs: int) -> list[str]:
@@ -135,20 +149,27 @@ def _cold(db: str, runs: int) -> list[str]:
         t0 = time.perf_counter()
         subprocess.run(ask, env=env, check=True, capture_output=True)
         walls.append(time.perf_counter() - t0)
-    imported = subprocess.run([sys.executable, "-X", "importtime", *ask[1:]], env=env, check=True,
-                              capture_output=True, text=True).stderr
-    tops = {line.rsplit("|", 1)[-1].strip() for line in imported.splitlines() if line.startswith("import time:")}
+    imported = subprocess.run(
+        [sys.executable, "-X", "importtime", *ask[1:]], env=env, check=True, capture_output=True, text=True
+    ).stderr
+    tops = {
+        line.rsplit("|", 1)[-1].strip() for line in imported.splitlines() if line.startswith("import time:")
+    }
     pulled = [name for name in HEAVY if name in tops]
-    return [f"`diachron ask` cold: median {statistics.median(walls):.2f} s over {runs} runs "
-            f"(min {min(walls):.2f} s, max {max(walls):.2f} s)",
-            f"heavy imports in `diachron ask`: {', '.join(pulled) or 'none'} (checked: {', '.join(HEAVY)})"]
+    return [
+        f"`diachron ask` cold: median {statistics.median(walls):.2f} s over {runs} runs "
+        f"(min {min(walls):.2f} s, max {max(walls):.2f} s)",
+        f"heavy imports in `diachron ask`: {', '.join(pulled) or 'none'} (checked: {', '.join(HEAVY)})",
+    ]
 
 
 @app.command()
-def main(db: Annotated[str, typer.Option(help="Index to serve (the demo index).")] = "data/diachron.lancedb",
-         repeats: Annotated[int, typer.Option(help="Sequential warm requests per question.")] = 10,
-         concurrent: Annotated[int, typer.Option(help="Requests sent at once.")] = 24,
-         cold_runs: Annotated[int, typer.Option(help="Cold `diachron ask` processes.")] = 3) -> None:
+def main(
+    db: Annotated[str, typer.Option(help="Index to serve (the demo index).")] = "data/diachron.lancedb",
+    repeats: Annotated[int, typer.Option(help="Sequential warm requests per question.")] = 10,
+    concurrent: Annotated[int, typer.Option(help="Requests sent at once.")] = 24,
+    cold_runs: Annotated[int, typer.Option(help="Cold `diachron ask` processes.")] = 3,
+) -> None:
     """Print the latency report (markdown) for ``db``."""
     print(f"load average before: {_load()} (2 cores)")
     port = _free_port()

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from diachron.ingest.annotation.base import Annotator, ChunkAnnotation, DocumentAnnotation, DocumentContext
-from diachron.temporal.llm_backends import Completion, LLMBackend, build_backend
 from diachron.ingest.errors import ConfigError
 from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant, period
+from diachron.temporal.llm_backends import Completion, LLMBackend, build_backend
 
 __all__ = [
     "PROMPT_VERSION",
@@ -54,24 +54,50 @@ MAX_EVENTS = 4
 DATE = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
 GRAINS = ["day", "month", "quarter", "year", "decade"]
 STAGE1_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["published", "confidence", "abstract"],
-    "properties": {"published": {"anyOf": [DATE, {"type": "null"}]},
-                   "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                   "abstract": {"type": "string", "maxLength": 300}}}
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["published", "confidence", "abstract"],
+    "properties": {
+        "published": {"anyOf": [DATE, {"type": "null"}]},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "abstract": {"type": "string", "maxLength": 300},
+    },
+}
 #: interval kinds of stage 2 (the rule annotator's, :mod:`diachron.ingest.annotation.spans`); optional, default event.
 STAGE2_KINDS = ["event", "state", "state_start", "state_end", "mention"]
 STAGE2_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["events"],
-    "properties": {"events": {"type": "array", "maxItems": MAX_EVENTS, "items": {
-        "type": "object", "additionalProperties": False,
-        "required": ["description", "entities", "start", "end", "granularity"],
-        "properties": {"description": {"type": "string", "maxLength": 100},
-                       "entities": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 40}},
-                       "start": DATE, "end": {"anyOf": [DATE, {"type": "null"}]},
-                       "granularity": {"enum": GRAINS}, "kind": {"enum": STAGE2_KINDS}}}}}}
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["events"],
+    "properties": {
+        "events": {
+            "type": "array",
+            "maxItems": MAX_EVENTS,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["description", "entities", "start", "end", "granularity"],
+                "properties": {
+                    "description": {"type": "string", "maxLength": 100},
+                    "entities": {
+                        "type": "array",
+                        "maxItems": 3,
+                        "items": {"type": "string", "maxLength": 40},
+                    },
+                    "start": DATE,
+                    "end": {"anyOf": [DATE, {"type": "null"}]},
+                    "granularity": {"enum": GRAINS},
+                    "kind": {"enum": STAGE2_KINDS},
+                },
+            },
+        }
+    },
+}
 
-_SYSTEM = ("You annotate time in documents for a time-aware search index. Answer with one JSON object only. "
-           "Dates are ISO YYYY-MM-DD in UTC. Never invent dates that the text does not state or imply.")
+_SYSTEM = (
+    "You annotate time in documents for a time-aware search index. Answer with one JSON object only. "
+    "Dates are ISO YYYY-MM-DD in UTC. Never invent dates that the text does not state or imply."
+)
 _STAGE1 = """Document title: {title}
 Publication time from metadata: {published}
 
@@ -195,11 +221,15 @@ def parse_stage2(text: str) -> list[Event]:
         try:
             start = parse_instant(raw["start"])
             end = parse_instant(raw["end"]) if raw["end"] else None
-            interval = Interval(start, end, grain) if end is not None and end != start else period(start, grain)
+            interval = (
+                Interval(start, end, grain) if end is not None and end != start else period(start, grain)
+            )
             problem = None
         except ValueError as exc:
             interval, problem = None, f"invalid interval {raw['start']}..{raw['end']}: {exc}"
-        events.append(Event(raw["description"], tuple(raw["entities"]), interval, problem, raw.get("kind", "event")))
+        events.append(
+            Event(raw["description"], tuple(raw["entities"]), interval, problem, raw.get("kind", "event"))
+        )
     return events
 
 
@@ -211,23 +241,34 @@ def _gap(a: Interval, b: Interval) -> timedelta:
     return a.start - b.end  # type: ignore[operator]
 
 
-def check_interval(interval: Interval, *, explicit: Sequence[Interval], published: datetime | None,
-                   policy: LLMPolicy) -> str | None:
+def check_interval(
+    interval: Interval, *, explicit: Sequence[Interval], published: datetime | None, policy: LLMPolicy
+) -> str | None:
     """Why an LLM interval disagrees beyond the policy's bounds, or ``None`` when it is acceptable.
 
     Checks: at most ``max_span`` long, within ``date_tolerance`` of some rule-tagger interval of the same
     chunk (when there are any), and starting at most ``future_tolerance`` after ``published`` (when known).
     """
     if interval.duration is not None and interval.duration > policy.max_span:
-        return f"llm interval {interval} spans {interval.duration.days} days (bound {policy.max_span.days} days)"
+        return (
+            f"llm interval {interval} spans {interval.duration.days} days (bound {policy.max_span.days} days)"
+        )
     if explicit:
         gap = min(_gap(interval, e) for e in explicit)
         if gap > policy.date_tolerance:
-            return (f"llm interval {interval} is {gap.days} days from the chunk's explicit dates "
-                    f"{', '.join(map(str, explicit))} (bound {policy.date_tolerance.days} days)")
-    if published is not None and interval.start is not None and interval.start - published > policy.future_tolerance:
-        return (f"llm interval {interval} starts {(interval.start - published).days} days after publication "
-                f"{format_instant(published)} (bound {policy.future_tolerance.days} days)")
+            return (
+                f"llm interval {interval} is {gap.days} days from the chunk's explicit dates "
+                f"{', '.join(map(str, explicit))} (bound {policy.date_tolerance.days} days)"
+            )
+    if (
+        published is not None
+        and interval.start is not None
+        and interval.start - published > policy.future_tolerance
+    ):
+        return (
+            f"llm interval {interval} starts {(interval.start - published).days} days after publication "
+            f"{format_instant(published)} (bound {policy.future_tolerance.days} days)"
+        )
     return None
 
 
@@ -245,8 +286,9 @@ class LLMAnnotator:
     fallback: Annotator
     policy: LLMPolicy = field(default_factory=LLMPolicy)
     name: str = ""
-    stats: dict[str, float] = field(default_factory=lambda: {"requests": 0, "tokens": 0, "seconds": 0.0,
-                                                              "fallbacks": 0})
+    stats: dict[str, float] = field(
+        default_factory=lambda: {"requests": 0, "tokens": 0, "seconds": 0.0, "fallbacks": 0}
+    )
 
     def __post_init__(self) -> None:
         self.name = self.name or f"vllm:{Path(self.backend.model_name).name}:{PROMPT_VERSION}"
@@ -259,8 +301,12 @@ class LLMAnnotator:
         """Stage 1: metadata publication time wins; else the LLM's if confident and near the rules' dateline."""
         rules = self.fallback.annotate_document(doc)
         cut = self.policy.segment_chars
-        prompt = _STAGE1.format(title=doc.title or "(none)", first=doc.first_segment[:cut],
-                                last=doc.last_segment[-cut:], published=format_instant(doc.published_at) or "unknown")
+        prompt = _STAGE1.format(
+            title=doc.title or "(none)",
+            first=doc.first_segment[:cut],
+            last=doc.last_segment[-cut:],
+            published=format_instant(doc.published_at) or "unknown",
+        )
         answer = self._ask([prompt], STAGE1_SCHEMA, parse_stage1, self.policy.max_tokens_document)[0]
         if answer is None:
             return replace(rules, annotator=self.fallback_name)
@@ -270,24 +316,42 @@ class LLMAnnotator:
             if near:
                 published, source = answer.published, "llm"
             else:
-                log.warning("%s: llm publication %s far from dateline %s; kept the dateline", doc.doc_id,
-                            format_instant(answer.published), format_instant(published))
+                log.warning(
+                    "%s: llm publication %s far from dateline %s; kept the dateline",
+                    doc.doc_id,
+                    format_instant(answer.published),
+                    format_instant(published),
+                )
         return DocumentAnnotation(published, source, answer.abstract or rules.abstract, self.name)
 
     def annotate_chunks(self, texts: list[str], *, doc: DocumentAnnotation) -> list[ChunkAnnotation]:
         """Stage 2 in batches of ``policy.batch_size``; one :class:`ChunkAnnotation` per text, in order."""
         rules = self.fallback.annotate_chunks(texts, doc=doc)
         cut = self.policy.segment_chars
-        prompts = [_STAGE2.format(published=format_instant(doc.published_at) or "unknown",
-                                  abstract=doc.abstract or "(none)", text=t[:cut], max_events=MAX_EVENTS)
-                   for t in texts]
+        prompts = [
+            _STAGE2.format(
+                published=format_instant(doc.published_at) or "unknown",
+                abstract=doc.abstract or "(none)",
+                text=t[:cut],
+                max_events=MAX_EVENTS,
+            )
+            for t in texts
+        ]
         answers: list[list[Event] | None] = []
         for i in range(0, len(prompts), self.policy.batch_size):
-            answers += self._ask(prompts[i:i + self.policy.batch_size], STAGE2_SCHEMA, parse_stage2,
-                                 self.policy.max_tokens_chunk)
-        return [self._merge(events, rule, doc.published_at) for events, rule in zip(answers, rules, strict=True)]
+            answers += self._ask(
+                prompts[i : i + self.policy.batch_size],
+                STAGE2_SCHEMA,
+                parse_stage2,
+                self.policy.max_tokens_chunk,
+            )
+        return [
+            self._merge(events, rule, doc.published_at) for events, rule in zip(answers, rules, strict=True)
+        ]
 
-    def _merge(self, events: list[Event] | None, rule: ChunkAnnotation, published: datetime | None) -> ChunkAnnotation:
+    def _merge(
+        self, events: list[Event] | None, rule: ChunkAnnotation, published: datetime | None
+    ) -> ChunkAnnotation:
         if events is None:
             self.stats["fallbacks"] += 1
             return replace(rule, annotator=self.fallback_name)
@@ -296,8 +360,12 @@ class LLMAnnotator:
         kinds: list[str] = []
         flags: list[str] = []
         for event in events:
-            problem = event.problem or check_interval(event.interval, explicit=rule.intervals,  # type: ignore[arg-type]
-                                                      published=published, policy=self.policy)
+            problem = event.problem or check_interval(
+                event.interval,
+                explicit=rule.intervals,  # type: ignore[arg-type]
+                published=published,
+                policy=self.policy,
+            )
             if problem:
                 flags.append(f"{self.name}: {problem} ({event.description[:80]!r})")
             else:
@@ -305,21 +373,24 @@ class LLMAnnotator:
                 texts.append(event.description)
                 kinds.append(event.kind)
         rule_kinds = rule.kinds or ["event"] * len(rule.intervals)
-        for interval, text, kind in zip(rule.intervals, rule.texts or [None] * len(rule.intervals), rule_kinds,
-                                        strict=True):
+        for interval, text, kind in zip(
+            rule.intervals, rule.texts or [None] * len(rule.intervals), rule_kinds, strict=True
+        ):
             if not any(interval.overlaps(kept) for kept in intervals):
                 intervals.append(interval)
                 texts.append(text)
                 kinds.append(kind)
         return ChunkAnnotation(intervals, texts, self.name, flags, kinds)
 
-    def _ask(self, prompts: list[str], schema: dict[str, Any], parse: Callable[[str], T], max_tokens: int
-             ) -> list[T | None]:
+    def _ask(
+        self, prompts: list[str], schema: dict[str, Any], parse: Callable[[str], T], max_tokens: int
+    ) -> list[T | None]:
         """One batched call, then one retry of the answers that were empty, truncated or invalid."""
         results: list[T | None] = [None] * len(prompts)
         pending = list(range(len(prompts)))
-        for attempt, (budget, temperature) in enumerate(((max_tokens, 0.0),
-                                                          (2 * max_tokens, self.policy.retry_temperature))):
+        for attempt, (budget, temperature) in enumerate(
+            ((max_tokens, 0.0), (2 * max_tokens, self.policy.retry_temperature))
+        ):
             if not pending:
                 break
             completions = self._generate([prompts[i] for i in pending], schema, budget, temperature)
@@ -333,18 +404,29 @@ class LLMAnnotator:
             pending = failed
         return results
 
-    def _generate(self, prompts: list[str], schema: dict[str, Any], max_tokens: int, temperature: float
-                  ) -> list[Completion]:
-        conversations = [[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": p}] for p in prompts]
+    def _generate(
+        self, prompts: list[str], schema: dict[str, Any], max_tokens: int, temperature: float
+    ) -> list[Completion]:
+        conversations = [
+            [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": p}] for p in prompts
+        ]
         t0 = time.perf_counter()
-        out = self.backend.generate(conversations, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        out = self.backend.generate(
+            conversations, schema=schema, max_tokens=max_tokens, temperature=temperature
+        )
         seconds = time.perf_counter() - t0
         tokens = sum(c.tokens for c in out)
         self.stats["requests"] += len(out)
         self.stats["tokens"] += tokens
         self.stats["seconds"] += seconds
-        log.info("%s: %d requests, %d tokens in %.1f s (%.1f tokens/s)", self.name, len(out), tokens, seconds,
-                 tokens / seconds if seconds else 0.0)
+        log.info(
+            "%s: %d requests, %d tokens in %.1f s (%.1f tokens/s)",
+            self.name,
+            len(out),
+            tokens,
+            seconds,
+            tokens / seconds if seconds else 0.0,
+        )
         return out
 
 
@@ -356,8 +438,14 @@ def _usable(completion: Completion) -> str:
     return completion.text
 
 
-_POLICY_KEYS = {"batch_size": int, "max_tokens_document": int, "max_tokens_chunk": int, "retry_temperature": float,
-                "min_confidence": float, "segment_chars": int}
+_POLICY_KEYS = {
+    "batch_size": int,
+    "max_tokens_document": int,
+    "max_tokens_chunk": int,
+    "retry_temperature": float,
+    "min_confidence": float,
+    "segment_chars": int,
+}
 
 
 def build_llm_annotator(options: Mapping[str, Any], *, fallback: Annotator) -> LLMAnnotator:
@@ -372,9 +460,14 @@ def build_llm_annotator(options: Mapping[str, Any], *, fallback: Annotator) -> L
     """
     opts = dict(options)
     try:
-        policy = LLMPolicy(**{k: cast(opts.pop(k)) for k, cast in _POLICY_KEYS.items() if k in opts},
-                           **{k: timedelta(days=float(opts.pop(f"{k}_days")))
-                              for k in ("date_tolerance", "future_tolerance", "max_span") if f"{k}_days" in opts})
+        policy = LLMPolicy(
+            **{k: cast(opts.pop(k)) for k, cast in _POLICY_KEYS.items() if k in opts},
+            **{
+                k: timedelta(days=float(opts.pop(f"{k}_days")))
+                for k in ("date_tolerance", "future_tolerance", "max_span")
+                if f"{k}_days" in opts
+            },
+        )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad vllm annotator option: {exc}") from exc
     return LLMAnnotator(build_backend(opts), fallback, policy)

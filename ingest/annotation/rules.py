@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 
 from diachron.ingest.annotation.base import ChunkAnnotation, DocumentAnnotation, DocumentContext
 from diachron.ingest.annotation.spans import classify
+from diachron.schemas.time import Granularity, period
 from diachron.temporal.anaphora import NarrativeClock
 from diachron.temporal.tagger import TaggerConfig, extract_mentions, names_the_present
-from diachron.schemas.time import Granularity, period
 
 __all__ = ["RuleAnnotator"]
 
@@ -45,11 +45,19 @@ class RuleAnnotator:
         abstract = self._abstract(doc.first_segment)
         if doc.published_at is not None:
             return DocumentAnnotation(doc.published_at, "metadata", abstract, self.name)
-        for segment in (doc.first_segment.lstrip().split("\n", 1)[0], doc.last_segment.rstrip().rsplit("\n", 1)[-1]):
-            if len(segment) > _DATELINE_CHARS:  # a dateline is a short line, not a sentence ("born 24 April 1971")
+        for segment in (
+            doc.first_segment.lstrip().split("\n", 1)[0],
+            doc.last_segment.rstrip().rsplit("\n", 1)[-1],
+        ):
+            if (
+                len(segment) > _DATELINE_CHARS
+            ):  # a dateline is a short line, not a sentence ("born 24 April 1971")
                 continue
-            days = [m for m in extract_mentions(segment, reference=None, config=self.tagger)
-                    if m.interval.granularity in _DATELINE_GRAINS and m.interval.start is not None]
+            days = [
+                m
+                for m in extract_mentions(segment, reference=None, config=self.tagger)
+                if m.interval.granularity in _DATELINE_GRAINS and m.interval.start is not None
+            ]
             if days:
                 return DocumentAnnotation(days[0].interval.start, "rules", abstract, self.name)
         return DocumentAnnotation(None, "unknown", abstract, self.name)
@@ -61,14 +69,23 @@ class RuleAnnotator:
             distinct = {}  # one entry per interval and kind: "October 2008" written twice is one event time
             for m in clock.read(text, extract_mentions(text, reference=doc.published_at, config=self.tagger)):
                 kind = classify(text, m.span, is_range=m.is_range)
-                if m.interval.granularity is Granularity.INSTANT and names_the_present(m) \
-                        and m.interval.start is not None:
+                if (
+                    m.interval.granularity is Granularity.INSTANT
+                    and names_the_present(m)
+                    and m.interval.start is not None
+                ):
                     # "we are now at peace" in a dated address: the document's day, not its first second
                     m = replace(m, interval=period(m.interval.start, Granularity.DAY))
                 distinct.setdefault((m.interval.start, m.interval.end, kind), (m, kind))
             found = list(distinct.values())
-            out.append(ChunkAnnotation([m.interval for m, _ in found], [m.text for m, _ in found], self.name,
-                                       kinds=[k for _, k in found]))
+            out.append(
+                ChunkAnnotation(
+                    [m.interval for m, _ in found],
+                    [m.text for m, _ in found],
+                    self.name,
+                    kinds=[k for _, k in found],
+                )
+            )
         return out
 
     def _abstract(self, text: str) -> str:

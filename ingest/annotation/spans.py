@@ -68,50 +68,184 @@ from datetime import datetime
 
 from diachron.schemas.time import Granularity, Interval, period
 
-__all__ = ["KINDS", "ChunkTime", "Span", "classify", "document_timeline", "has_headings", "present_tense",
-           "section_starts",
-           "sections_by_position", "spans_of"]
+__all__ = [
+    "KINDS",
+    "ChunkTime",
+    "Span",
+    "classify",
+    "document_timeline",
+    "has_headings",
+    "present_tense",
+    "section_starts",
+    "sections_by_position",
+    "spans_of",
+]
 
 KINDS = ("event", "state", "state_start", "state_end", "mention", "inherited")
 
 _START_WORDS = (
-    "since", "became", "become", "becomes", "becoming", "joined", "joins", "joining", "appointed", "elected",
-    "re-elected", "reelected", "named", "assumed", "succeeded", "began", "begun", "begins", "started",
-    "starting", "founded", "established", "formed", "moved", "moving", "relocated", "married", "marrying",
-    "signed", "signing", "hired", "promoted", "transferred", "inaugurated", "sworn", "entered", "opened",
-    "launched", "acquired", "bought", "purchased", "took over", "took office", "taking office", "returned",
-    "chosen", "selected", "installed", "commissioned", "enrolled", "employed", "recruited", "nominated",
-    "as of", "effective", "beginning", "onwards", "onward",
+    "since",
+    "became",
+    "become",
+    "becomes",
+    "becoming",
+    "joined",
+    "joins",
+    "joining",
+    "appointed",
+    "elected",
+    "re-elected",
+    "reelected",
+    "named",
+    "assumed",
+    "succeeded",
+    "began",
+    "begun",
+    "begins",
+    "started",
+    "starting",
+    "founded",
+    "established",
+    "formed",
+    "moved",
+    "moving",
+    "relocated",
+    "married",
+    "marrying",
+    "signed",
+    "signing",
+    "hired",
+    "promoted",
+    "transferred",
+    "inaugurated",
+    "sworn",
+    "entered",
+    "opened",
+    "launched",
+    "acquired",
+    "bought",
+    "purchased",
+    "took over",
+    "took office",
+    "taking office",
+    "returned",
+    "chosen",
+    "selected",
+    "installed",
+    "commissioned",
+    "enrolled",
+    "employed",
+    "recruited",
+    "nominated",
+    "as of",
+    "effective",
+    "beginning",
+    "onwards",
+    "onward",
     # a change of what something is, which then holds: "was transformed into Vologda Governorate in 1796",
     # "renamed Ussuriysk in 1957", "assigned to the 3rd Flotilla", "took command of U-66"
-    "transformed", "renamed", "reorganized", "reorganised", "converted", "merged", "designated", "crowned",
-    "re-established", "reestablished", "restored", "assigned", "posted", "took command", "given command",
+    "transformed",
+    "renamed",
+    "reorganized",
+    "reorganised",
+    "converted",
+    "merged",
+    "designated",
+    "crowned",
+    "re-established",
+    "reestablished",
+    "restored",
+    "assigned",
+    "posted",
+    "took command",
+    "given command",
 )
 _END_WORDS = (
-    "until", "till", "left", "leaves", "leaving", "resigned", "resigning", "retired", "retiring", "ended",
-    "ending", "ends", "stepped down", "dismissed", "replaced", "removed", "divorced", "died", "death",
-    "closed", "dissolved", "defeated", "lost", "sold", "ceased", "quit", "released", "departed", "expired",
-    "demolished", "disbanded", "abolished", "up to", "succeeded by", "ousted", "deposed", "fired", "sacked",
-    "terminated", "broke up", "relegated", "graduated", "graduating",
+    "until",
+    "till",
+    "left",
+    "leaves",
+    "leaving",
+    "resigned",
+    "resigning",
+    "retired",
+    "retiring",
+    "ended",
+    "ending",
+    "ends",
+    "stepped down",
+    "dismissed",
+    "replaced",
+    "removed",
+    "divorced",
+    "died",
+    "death",
+    "closed",
+    "dissolved",
+    "defeated",
+    "lost",
+    "sold",
+    "ceased",
+    "quit",
+    "released",
+    "departed",
+    "expired",
+    "demolished",
+    "disbanded",
+    "abolished",
+    "up to",
+    "succeeded by",
+    "ousted",
+    "deposed",
+    "fired",
+    "sacked",
+    "terminated",
+    "broke up",
+    "relegated",
+    "graduated",
+    "graduating",
 )
 _RANGE_WORDS = ("between", "from")
-_EVENT_PREPS = frozenset({"in", "on", "at", "by", "during", "of", "circa", "c.", "around", "about", "early",
-                          "late", "mid", "ca.", "throughout", "within"})
+_EVENT_PREPS = frozenset(
+    {
+        "in",
+        "on",
+        "at",
+        "by",
+        "during",
+        "of",
+        "circa",
+        "c.",
+        "around",
+        "about",
+        "early",
+        "late",
+        "mid",
+        "ca.",
+        "throughout",
+        "within",
+    }
+)
 # a clause ends at punctuation (not a decimal point: "$57.59", "6.1%"), a clause-opening conjunction, "and"
-_CLAUSE_BREAK = re.compile(r"(?<!\d)\.|\.(?!\d)|[;:!?()\[\]]|,\s+(?:and|but|while|when|where|which|who)\b|\band\b")
+_CLAUSE_BREAK = re.compile(
+    r"(?<!\d)\.|\.(?!\d)|[;:!?()\[\]]|,\s+(?:and|but|while|when|where|which|who)\b|\band\b"
+)
 _WORD = re.compile(r"[a-z][a-z.\-]*")
 _FIGURE = re.compile(r"[$€£¥%]|\d\s*(?:percent|per cent)\b")
 # a comparison's point of reference in the clause before a date ("compared with $57.59 at the close of
 # October 31, 2005", "up from 4.1% in 2008", "higher than in 1990"): the date is the base the fact is
 # measured against, named in passing, not the time of the fact
-_REFERENCE = re.compile(r"\b(?:compared\s+(?:with|to)|in\s+comparison\s+(?:with|to)|versus|vs\.|relative\s+to|"
-                        r"(?:up|down)\s+from)\b|\bthan\s+(?:(?:in|on|at|during)\s+)?$")
+_REFERENCE = re.compile(
+    r"\b(?:compared\s+(?:with|to)|in\s+comparison\s+(?:with|to)|versus|vs\.|relative\s+to|"
+    r"(?:up|down)\s+from)\b|\bthan\s+(?:(?:in|on|at|during)\s+)?$"
+)
 
 
 def _phrase_re(words: Sequence[str]) -> re.Pattern[str]:
     alternatives = sorted(words, key=len, reverse=True)
-    return re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in alternatives)
-                      + r")(?![a-z])")
+    return re.compile(
+        r"(?<![a-z])(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in alternatives) + r")(?![a-z])"
+    )
 
 
 _START_RE = _phrase_re(_START_WORDS)
@@ -122,7 +256,9 @@ _TO_PRESENT = re.compile(r"[-–—]\s*(?:present|now|today)$")
 # nothing about which held when)
 _IDENTIFYING = re.compile(r"\(\s*$")
 _COPULA_AFTER = re.compile(r"^\s*\)\s*(?:was|is|were|are|has been)\b")
-_ONWARD_AFTER = re.compile(r"^\s*(?:on|onwards?|and\s+(?:after|later|beyond)|forward|to\s+(?:the\s+)?present)\b")
+_ONWARD_AFTER = re.compile(
+    r"^\s*(?:on|onwards?|and\s+(?:after|later|beyond)|forward|to\s+(?:the\s+)?present)\b"
+)
 _RANGE_AFTER = re.compile(r"^\s*(?:to|until|till|through|and|-|–|—)\s*(?:\(|\d|[a-z]+\s+\d)", re.I)
 
 
@@ -154,16 +290,16 @@ class ChunkTime:
 
 def _before(text: str, start: int) -> str:
     """The clause before a mention (back to the last clause break, at most 80 characters), lower case."""
-    head = text[max(0, start - 80):start].lower()
+    head = text[max(0, start - 80) : start].lower()
     breaks = list(_CLAUSE_BREAK.finditer(head))
-    return head[breaks[-1].end():] if breaks else head
+    return head[breaks[-1].end() :] if breaks else head
 
 
 def _after(text: str, end: int) -> str:
     """The clause after a mention (up to the next clause break, at most 80 characters), lower case."""
-    tail = text[end:end + 80].lower()
+    tail = text[end : end + 80].lower()
     stop = _CLAUSE_BREAK.search(tail[1:])
-    return tail[:stop.start() + 1] if stop else tail
+    return tail[: stop.start() + 1] if stop else tail
 
 
 def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str:
@@ -181,16 +317,21 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     The relation word nearest before the date decides; failing that, the first one after it in the same
     clause ("On 1 May 2006, he was appointed …").
     """
-    mention = text[span[0]:span[1]].lower()
+    mention = text[span[0] : span[1]].lower()
     if _TO_PRESENT.search(mention):
         return "state_start"  # "2019–present": a state from 2019 on
-    if _IDENTIFYING.search(text[max(0, span[0] - 2):span[0]]) and _COPULA_AFTER.match(text[span[1]:span[1] + 12]):
+    if _IDENTIFYING.search(text[max(0, span[0] - 2) : span[0]]) and _COPULA_AFTER.match(
+        text[span[1] : span[1] + 12]
+    ):
         return "mention"  # "Audie Murphy ( 20 June 1925 – 28 May 1971 ) was …": a lifespan names its subject
-    if is_range or re.search(r"\b(?:to|until|till|through|and)\b|[-–—]", mention[1:]) and \
-            re.match(r"^(?:from|between)\b", mention):
+    if (
+        is_range
+        or re.search(r"\b(?:to|until|till|through|and)\b|[-–—]", mention[1:])
+        and re.match(r"^(?:from|between)\b", mention)
+    ):
         return "state"
     before = _before(text, span[0])
-    after = text[span[1]:span[1] + 30].lower()
+    after = text[span[1] : span[1] + 30].lower()
     words = _WORD.findall(before)
     last = words[-1] if words else ""
     if last in _RANGE_WORDS and _RANGE_AFTER.match(after):
@@ -224,8 +365,11 @@ def section_starts(chunk_texts: Sequence[str], heading_of: Sequence[str | None] 
     """
     out, section, previous = [], 0, None
     for i, text in enumerate(chunk_texts):
-        heading = heading_of[i] if heading_of is not None else (
-            text.lstrip().splitlines()[0] if text.lstrip().startswith("#") else previous)
+        heading = (
+            heading_of[i]
+            if heading_of is not None
+            else (text.lstrip().splitlines()[0] if text.lstrip().startswith("#") else previous)
+        )
         if i and heading != previous:
             section += 1
         out.append(section)
@@ -249,8 +393,13 @@ def sections_by_position(text: str, chunk_spans: Sequence[tuple[int, int]]) -> l
 
 def _changes(spans: Sequence[Span]) -> list[datetime]:
     """Sorted starts of the dated changes in a document: ``state_start`` and ``state`` intervals."""
-    return sorted({s.interval.start for s in spans if s.kind in ("state_start", "state")
-                   and s.interval.start is not None})
+    return sorted(
+        {
+            s.interval.start
+            for s in spans
+            if s.kind in ("state_start", "state") and s.interval.start is not None
+        }
+    )
 
 
 def _points(spans: Sequence[Span]) -> list[datetime]:
@@ -261,33 +410,56 @@ def _points(spans: Sequence[Span]) -> list[datetime]:
 def _open(span: Span, changes: list[datetime], published_end: datetime | None = None) -> Span:
     end = span.interval.end
     # "2019–present" says the state still holds: no later change in the text closes it
-    later = [] if span.text and _TO_PRESENT.search(span.text.lower()) else \
-        [c for c in changes if end is not None and c >= end]
+    later = (
+        []
+        if span.text and _TO_PRESENT.search(span.text.lower())
+        else [c for c in changes if end is not None and c >= end]
+    )
     if later:
-        return Span(Interval(span.interval.start, later[0], span.interval.granularity), "state", span.text,
-                    "inferred:next-change")
+        return Span(
+            Interval(span.interval.start, later[0], span.interval.granularity),
+            "state",
+            span.text,
+            "inferred:next-change",
+        )
     if published_end is not None and end is not None and published_end > end:
         # a text cannot attest a state past its own publication: the span ends with the publication day
-        return Span(Interval(span.interval.start, published_end, span.interval.granularity), "state", span.text,
-                    "inferred:to-publication")
-    return Span(Interval(span.interval.start, None, span.interval.granularity), "state", span.text, "inferred:open")
+        return Span(
+            Interval(span.interval.start, published_end, span.interval.granularity),
+            "state",
+            span.text,
+            "inferred:to-publication",
+        )
+    return Span(
+        Interval(span.interval.start, None, span.interval.granularity), "state", span.text, "inferred:open"
+    )
 
 
-def _close(span: Span, changes: list[datetime], points: list[datetime], *, open_past: bool = True
-           ) -> Span | None:
+def _close(
+    span: Span, changes: list[datetime], points: list[datetime], *, open_past: bool = True
+) -> Span | None:
     start = span.interval.start
     earlier = [c for c in changes if start is not None and c < start]
     if earlier:
-        return Span(Interval(earlier[-1], span.interval.end, span.interval.granularity), "state", span.text,
-                    "inferred:previous-change")
+        return Span(
+            Interval(earlier[-1], span.interval.end, span.interval.granularity),
+            "state",
+            span.text,
+            "inferred:previous-change",
+        )
     first = [p for p in points if start is not None and p < start][:1]
     if first:  # nothing opened it: the state held as far back as the document's own timeline reaches
-        return Span(Interval(first[0], span.interval.end, span.interval.granularity), "state", span.text,
-                    "inferred:timeline-start")
+        return Span(
+            Interval(first[0], span.interval.end, span.interval.granularity),
+            "state",
+            span.text,
+            "inferred:timeline-start",
+        )
     if not open_past:
         return None
-    return Span(Interval(None, span.interval.end, span.interval.granularity), "state", span.text,
-                "inferred:open-past")
+    return Span(
+        Interval(None, span.interval.end, span.interval.granularity), "state", span.text, "inferred:open-past"
+    )
 
 
 def _carry(spans: Sequence[Span], points: list[datetime]) -> Span | None:
@@ -318,11 +490,18 @@ def _hull(spans: Sequence[Span]) -> Interval | None:
     return Interval(min(starts), max(ends), max(grains, key=lambda g: g.rank) if grains else Granularity.DAY)
 
 
-def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[int] | None = None,
-                      headings: dict[int, Sequence[Span]] | None = None,
-                      published_at: datetime | None = None, carry: bool = True,
-                      widen: bool = True, headed: bool = True, lead: int | None = None,
-                      lead_present: bool = False) -> list[ChunkTime]:
+def document_timeline(
+    chunks: Sequence[Sequence[Span]],
+    *,
+    sections: Sequence[int] | None = None,
+    headings: dict[int, Sequence[Span]] | None = None,
+    published_at: datetime | None = None,
+    carry: bool = True,
+    widen: bool = True,
+    headed: bool = True,
+    lead: int | None = None,
+    lead_present: bool = False,
+) -> list[ChunkTime]:
     """Open and close state spans in one document's timeline, then let undated chunks inherit.
 
     Args:
@@ -350,7 +529,9 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
     literal = [s for spans in chunks for s in spans]
     changes, points = _changes(literal), _points(literal)
     published_end = period(published_at, Granularity.DAY).end if published_at is not None else None
-    lead_changes = _changes([s for n, spans in zip(sections, chunks, strict=True) if n == lead for s in spans])
+    lead_changes = _changes(
+        [s for n, spans in zip(sections, chunks, strict=True) if n == lead for s in spans]
+    )
     own: list[list[Span]] = []
     for n, spans in zip(sections, chunks, strict=True):
         # without headings a document is not one narrative (a speech turns from the tariff to the navy): a
@@ -359,8 +540,15 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
         # it is not a step of the timeline its sections narrate: its states close only within the lead
         local = (lead_changes if n == lead else changes) if headed else _changes(spans)
         derived = [_open(s, local, published_end) for s in spans if s.kind == "state_start"]
-        derived += [c for c in (_close(s, local, points if headed else [], open_past=headed) for s in spans
-                                if s.kind == "state_end") if c is not None]
+        derived += [
+            c
+            for c in (
+                _close(s, local, points if headed else [], open_past=headed)
+                for s in spans
+                if s.kind == "state_end"
+            )
+            if c is not None
+        ]
         carried = _carry(spans, points) if carry else None
         derived += [carried] if carried is not None else []
         own.append([*spans, *derived])
@@ -381,18 +569,33 @@ def document_timeline(chunks: Sequence[Sequence[Span]], *, sections: Sequence[in
             section = _capped(section, published_end)
         spans = [c for c in (_cap(s, published_end) for s in spans) if c is not None]
         if spans:
-            wider = [Span(section, "inherited", None, "inherited:section")] \
-                if widen and section is not None and all(s.interval != section for s in spans) else []
+            wider = (
+                [Span(section, "inherited", None, "inherited:section")]
+                if widen and section is not None and all(s.interval != section for s in spans)
+                else []
+            )
             out.append(ChunkTime([*spans, *wider], "event", "known"))
             continue
         if section is not None:
-            out.append(ChunkTime([Span(section, "inherited", None, "inherited:section")], "inherited:section", "known"))
+            out.append(
+                ChunkTime(
+                    [Span(section, "inherited", None, "inherited:section")], "inherited:section", "known"
+                )
+            )
         elif extent is not None and published_at is None:
-            out.append(ChunkTime([Span(extent, "inherited", None, "inherited:document")], "inherited:document",
-                                 "known"))
+            out.append(
+                ChunkTime(
+                    [Span(extent, "inherited", None, "inherited:document")], "inherited:document", "known"
+                )
+            )
         elif published_at is not None:
-            out.append(ChunkTime([Span(period(published_at, Granularity.DAY), "event", None, "published")],
-                                 "published", "known"))
+            out.append(
+                ChunkTime(
+                    [Span(period(published_at, Granularity.DAY), "event", None, "published")],
+                    "published",
+                    "known",
+                )
+            )
         else:
             out.append(ChunkTime([], "unknown", "unknown"))
     return out
@@ -420,9 +623,14 @@ def _cap(span: Span, published_end: datetime | None) -> Span | None:
         if start is not None and start >= published_end:
             # a plan or forecast ("after the 1st of January" in a December address): the text attests its
             # first day, not a state for ever after
-            return replace(span, interval=period(start, grain if grain.rank >= Granularity.DAY.rank else
-                                                 Granularity.DAY), provenance="inferred:future")
-        return replace(span, interval=Interval(start, published_end, grain), provenance="inferred:to-publication")
+            return replace(
+                span,
+                interval=period(start, grain if grain.rank >= Granularity.DAY.rank else Granularity.DAY),
+                provenance="inferred:future",
+            )
+        return replace(
+            span, interval=Interval(start, published_end, grain), provenance="inferred:to-publication"
+        )
     capped = _capped(span.interval, published_end)
     return replace(span, interval=capped) if capped is not None else None
 
@@ -444,8 +652,9 @@ def has_headings(text: str) -> bool:
     return _HEADING.search(text) is not None
 
 
-def spans_of(intervals: Sequence[Interval], texts: Sequence[str | None] = (), kinds: Sequence[str] = ()
-             ) -> list[Span]:
+def spans_of(
+    intervals: Sequence[Interval], texts: Sequence[str | None] = (), kinds: Sequence[str] = ()
+) -> list[Span]:
     """A stage-2 annotation's literal spans (missing texts are ``None``, missing kinds ``event``).
 
     Raises:

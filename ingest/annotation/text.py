@@ -42,9 +42,14 @@ class TextInterval:
     reading: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.interval.to_dict(), "kind": self.kind, "expression": self.expression,
-                "span": list(self.span), "relation": self.relation,
-                "reading": (self.reading or self.interval).to_dict()}
+        return {
+            **self.interval.to_dict(),
+            "kind": self.kind,
+            "expression": self.expression,
+            "span": list(self.span),
+            "relation": self.relation,
+            "reading": (self.reading or self.interval).to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -57,13 +62,22 @@ class AnnotatedChunk:
     intervals: list[TextInterval] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "text": self.text, "span": list(self.span),
-                "intervals": [i.to_dict() for i in self.intervals]}
+        return {
+            "seq": self.seq,
+            "text": self.text,
+            "span": list(self.span),
+            "intervals": [i.to_dict() for i in self.intervals],
+        }
 
 
-def annotate_text(text: str, *, published_at: datetime | None, timezone: str = "UTC",
-                  fiscal_calendar: FiscalCalendar | str | None = None,
-                  max_tokens: int | None = None) -> list[AnnotatedChunk]:
+def annotate_text(
+    text: str,
+    *,
+    published_at: datetime | None,
+    timezone: str = "UTC",
+    fiscal_calendar: FiscalCalendar | str | None = None,
+    max_tokens: int | None = None,
+) -> list[AnnotatedChunk]:
     """Chunk ``text`` and annotate each chunk's time expressions against its publication time.
 
     Example::
@@ -105,10 +119,19 @@ def annotate_text(text: str, *, published_at: datetime | None, timezone: str = "
     clock = NarrativeClock(stage1.published_at, timezone=config.timezone)
     for chunk in chunker.chunk(text):
         base = chunk.span[0]
-        mentions = clock.read(chunk.text, extract_mentions(chunk.text, reference=stage1.published_at, config=config))
-        intervals = [TextInterval(m.interval, classify(chunk.text, m.span, is_range=m.is_range), m.text,
-                                  (base + m.span[0], base + m.span[1]), m.relation, m.reading)
-                     for m in mentions]
+        mentions = clock.read(
+            chunk.text, extract_mentions(chunk.text, reference=stage1.published_at, config=config)
+        )
+        intervals = [
+            TextInterval(
+                m.interval,
+                classify(chunk.text, m.span, is_range=m.is_range),
+                m.text,
+                (base + m.span[0], base + m.span[1]),
+                m.relation,
+                m.reading,
+            )
+            for m in mentions
+        ]
         out.append(AnnotatedChunk(chunk.seq, chunk.text, chunk.span, intervals))
     return out
-
