@@ -1,4 +1,5 @@
-"""Every command README shows, run exactly as written (the cheap ones), or excluded here with the reason.
+"""Every command README and ``docs/*.md`` show, run exactly as written (the cheap ones), or excluded here with
+the reason.
 
 The commands run in a scratch folder laid out like the repository's users have it: ``data/diachron.lancedb``
 is the session's real stock index (``stock_db``) and ``../shared`` the shared data, so ``--db
@@ -29,7 +30,10 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: README and every page of docs/, in one text: their commands are held to the same rule
+README = "\n".join(
+    p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+)
 SERVICE = "http://127.0.0.1:8000"
 
 #: command prefix -> why it is not run here
@@ -197,3 +201,11 @@ def test_service_commands_run_as_written(workdir):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_readme_stays_short_and_links_every_docs_page():
+    """README is the front page (<= 150 lines); the manual lives in docs/, each page linked from it."""
+    front = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(front.splitlines()) <= 150
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert pages and [p for p in pages if f"docs/{p}" not in front] == []
