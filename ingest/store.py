@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from diachron.ingest.errors import StoreConflictError
-from diachron.ingest.time_index import build_time_index
+from diachron.ingest.time_index import build_time_index, publish_time_index
 from diachron.schemas.records import TABLES, arrow_schema
 from diachron.schemas.time_index import index_dir
 
@@ -262,10 +262,10 @@ class Store:
         """Compact tables, (re)build scalar indexes on the time columns, the full-text index on the chunk text
         and the time-partitioned vector index.
 
-        The vector index is :mod:`diachron.ingest.time_index` (local databases; extended incrementally when
-        rows were only appended): search reads it for exact scoring in time order and for its approximate
-        path at scale. No LanceDB vector index is built: with a prefilter its recall collapses at wide
-        windows (issue 15).
+        The vector index is :mod:`diachron.ingest.time_index` (beside the table; on object storage as
+        objects, versioned with it; extended incrementally when rows were only appended): search reads it
+        for exact scoring in time order and for its approximate path at scale. No LanceDB vector index is
+        built: with a prefilter its recall collapses at wide windows (issue 15).
         """
         for name, columns in SCALAR_INDEXES.items():
             target = self.table(name)
@@ -280,6 +280,8 @@ class Store:
         directory = index_dir(str(dataset.uri))
         if directory is not None:
             build_time_index(dataset, directory)
+        else:  # object storage: objects beside the table, versioned with it (issue 30)
+            publish_time_index(dataset, str(dataset.uri), self.storage_options)
 
 
 def _create_index(table: Any, column: str) -> None:

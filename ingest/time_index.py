@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ import pyarrow.compute as pc
 from diachron.ingest.classed_layout import write_classed
 from diachron.schemas import time_index as fmt
 
-__all__ = ["SEGMENT_ROWS", "ANN_MIN_ROWS", "build_time_index"]
+__all__ = ["SEGMENT_ROWS", "ANN_MIN_ROWS", "build_time_index", "publish_time_index"]
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ def build_time_index(
     target_recall: float = 0.98,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Write (or extend) the time index of a Lance ``chunks`` dataset into ``directory``; returns the manifest.
+    """Write (or extend) the time index of a Lance ``chunks`` dataset in ``directory``; returns the manifest.
 
     Args:
         dataset: a Lance dataset (one version) with the ``chunks`` schema; vectors unit norm.
@@ -370,3 +371,53 @@ def _build_ann(
         "list_start": np.concatenate([[0], np.cumsum(all_sizes)]).astype(np.int64),
         "members": np.concatenate(members) if members else np.empty(0, dtype=np.int32),
     }, levels
+
+
+def publish_time_index(
+    dataset: Any, table_uri: str, storage_options: dict[str, str] | None = None, **build: Any
+) -> dict[str, Any]:
+    """Build the time index of ``dataset`` (a table on object storage) and publish it beside the table.
+
+    The build runs in a local work folder seeded from the last published version (so it extends it
+    incrementally as :func:`build_time_index` does locally), is uploaded under
+    ``<db>/chunks.time_index/v<table_version>/``, then the pointer ``latest.json`` is written (last: a reader
+    never sees half a version); the local copy becomes the reader cache of that version
+    (:mod:`diachron.retrieval.index_cache`). Published versions older than the previous one are deleted.
+    ``build`` is passed to :func:`build_time_index`. Returns the manifest. Raises ``OSError`` /
+    ``pyarrow.ArrowException`` when the store cannot be written.
+    """
+    import pyarrow.fs as pafs
+    from diachron.retrieval.index_cache import cache_dir, fetch, read_pointer
+
+    previous = read_pointer(table_uri, storage_options)
+    seed = fetch(table_uri, storage_options) if previous else None
+    root = cache_dir(table_uri)
+    work = root / f"build.{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    if seed is not None:
+        shutil.copytree(seed, work, copy_function=os.link)  # hard links: the build never writes in place
+    manifest = build_time_index(dataset, work, **build)
+    if not manifest["num_rows"]:
+        return manifest
+    version = int(manifest["table_version"])
+    fs, prefix = fmt.filesystem(fmt.version_prefix(table_uri, version), storage_options)
+    pafs.copy_files(str(work), prefix, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+    pointer = {"format": fmt.FORMAT, "table_version": version, "num_rows": manifest["num_rows"]}
+    _, base = fmt.filesystem(fmt.index_uri(table_uri), storage_options)
+    with fs.open_output_stream(f"{base}/{fmt.POINTER}") as out:
+        out.write(json.dumps(pointer).encode())
+    keep = {f"v{version}"} | ({f"v{int(previous['table_version'])}"} if previous else set())
+    for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if (
+            info.type == pafs.FileType.Directory
+            and info.base_name.startswith("v")
+            and info.base_name not in keep
+        ):
+            fs.delete_dir(info.path)
+    target = root / f"v{version}"
+    if target.exists():
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        work.rename(target)
+    log.info("time index v%d published beside %s", version, table_uri)
+    return manifest

@@ -1,8 +1,8 @@
 """The on-disk contract of the time-partitioned vector index (issue 15), shared by its writer and reader.
 
 Written by :mod:`diachron.ingest.time_index` at ``optimize``; read by :mod:`diachron.retrieval.partitioned`.
-A directory beside the table (``<db>/chunks.lance`` → ``<db>/chunks.time_index/``, :func:`index_dir`) holds, for the ``chunks`` rows ``[0, num_rows)`` of one table
-version:
+A directory beside the table (``<db>/chunks.lance`` → ``<db>/chunks.time_index/``, :func:`index_dir`)
+holds, for the ``chunks`` rows ``[0, num_rows)`` of one table version:
 
 * ``manifest.json`` — :data:`FORMAT`, ``table_version``, ``num_rows``, ``dim``, ``segment_rows``,
   ``ann_min_rows``, ``levels`` (per ANN level: ``nprobe``, ``nlist``, measured ``recall_at_10``), and
@@ -23,11 +23,19 @@ version:
   ``(entries, dim)`` (a copy of the row's int8 codes), all memory-mapped by the reader.
 
 Time values are int64 µs since the epoch (UTC), open sides as ``±2**61``; intervals are half-open.
+
+**On object storage** (``s3://…``, issue 30) the same files are objects under the table's URI, one prefix
+per table version covered: ``<db>/chunks.time_index/v<table_version>/<file>``, and the pointer object
+``<db>/chunks.time_index/latest.json`` (``{"format", "table_version", "num_rows"}``, written last, so a
+reader never sees a half-written version). :func:`index_uri` gives the prefix, :func:`filesystem` the
+pyarrow filesystem (the table's storage options over the ``AWS_*`` environment).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +59,11 @@ __all__ = [
     "MEMBERS_FILE",
     "DIR_SUFFIX",
     "index_dir",
+    "index_uri",
+    "filesystem",
+    "is_remote",
+    "POINTER",
+    "version_prefix",
     "FORMAT",
     "MANIFEST",
     "NODES_FILE",
@@ -76,6 +89,7 @@ CLASSED_START_FILE = "classed_start.npy"
 CLASSED_END_FILE = "classed_end.npy"
 CLASSED_ROW_FILE = "classed_row.npy"
 CLASSED_CODES_FILE = "classed_int8.npy"
+POINTER = "latest.json"
 OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
 #: ``width`` of the classed groups that are no finite length class: open to the past (sorted by end), open
 #: to the future (sorted by start), open on both sides
@@ -92,12 +106,55 @@ NODE_STATS = (
 )
 
 
+def is_remote(table_uri: str) -> bool:
+    """True for object-store URIs (``s3://…``, ``gs://…``, ``az://…``); False for paths and ``file://``."""
+    return "://" in table_uri and not table_uri.startswith("file://")
+
+
 def index_dir(table_uri: str) -> Path | None:
     """The index directory of a local Lance table (``…/chunks.lance`` → ``…/chunks.time_index``); ``None``
-    for object-store URIs (no time index there yet: searches stay exact)."""
-    if "://" in table_uri and not table_uri.startswith("file://"):
+    for object-store URIs (their index is objects under :func:`index_uri`, read through a local cache)."""
+    if is_remote(table_uri):
         return None
     return Path(table_uri.removeprefix("file://")).with_suffix(DIR_SUFFIX)
+
+
+def index_uri(table_uri: str) -> str:
+    """The index prefix beside a table on object storage: ``s3://b/db/chunks.lance`` → ``s3://b/db/chunks.time_index``."""
+    base = table_uri.rstrip("/")
+    return (base[: -len(".lance")] if base.endswith(".lance") else base) + DIR_SUFFIX
+
+
+def version_prefix(table_uri: str, table_version: int) -> str:
+    """Where the index covering ``table_version`` lives: ``<index_uri>/v<table_version>``."""
+    return f"{index_uri(table_uri)}/v{int(table_version)}"
+
+
+def filesystem(uri: str, storage_options: dict[str, str] | None = None) -> tuple[Any, str]:
+    """``(pyarrow filesystem, path)`` for an object-store ``uri``: ``s3://`` from Lance-style options
+    (``aws_endpoint``, ``allow_http``, ``aws_access_key_id`` …) over the ``AWS_*`` environment (the same
+    variables Lance reads); other schemes by pyarrow's own resolution. Raises ``ValueError`` for a scheme
+    pyarrow cannot open."""
+    import pyarrow.fs as pafs
+
+    if not uri.startswith("s3://"):
+        return pafs.FileSystem.from_uri(uri)
+    env = {k.lower(): v for k, v in os.environ.items() if k.startswith("AWS_")}
+    options = {**env, **(storage_options or {})}
+    endpoint = options.get("aws_endpoint") or options.get("endpoint") or options.get("aws_endpoint_url")
+    allow_http = str(options.get("allow_http") or options.get("aws_allow_http") or "").lower() == "true"
+    fs = pafs.S3FileSystem(
+        access_key=options.get("aws_access_key_id"),
+        secret_key=options.get("aws_secret_access_key"),
+        session_token=options.get("aws_session_token"),
+        region=options.get("aws_region")
+        or options.get("region")
+        or options.get("aws_default_region")
+        or "us-east-1",
+        endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
+        scheme="http" if allow_http or (endpoint or "").startswith("http://") else "https",
+    )
+    return fs, uri.split("://", 1)[1]
 
 
 def tree_nodes(num_rows: int, segment_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -134,7 +191,8 @@ def quantize(block: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Int8 codes of float rows ``(rows, dim)``: ``round(x / scale)`` clipped to ``[-127, 127]``.
 
     For every ``|x| <= 127 * scale`` the reconstruction error ``|x - scale * code|`` is at most ``scale / 2``
-    (+ float32 rounding); the reader's certified first pass (:mod:`diachron.retrieval.quantized`) relies on it.
+    (+ float32 rounding); the reader's certified first pass (:mod:`diachron.retrieval.quantized`) relies
+    on it.
     """
     codes = np.rint(np.asarray(block, dtype=np.float64) / scale.astype(np.float64))
     return np.clip(codes, -127, 127).astype(np.int8)
