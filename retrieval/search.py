@@ -54,12 +54,10 @@ from typing import Any
 
 import numpy as np
 from diachron.retrieval import index_cache
-from diachron.retrieval.filters import TimeFilter, demoted_mask
+from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import SPARSE_HITS, IntervalIndex, bounds
 from diachron.retrieval.partitioned import GATHER_COST, TimePartitionedIndex
 from diachron.retrieval.quantized import first_pass_cost
-from diachron.retrieval.tiers import UNKNOWN_FIT
-from diachron.retrieval.weights import DEFAULT_WEIGHTS, RankingWeights
 from diachron.schemas.time_index import MANIFEST, index_dir
 
 __all__ = [
@@ -95,10 +93,10 @@ EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
 MIN_RECALL = 0.95
 MEMO_FILTERS = 8
-#: default weight of a chunk's document context (kept for callers; :class:`RankingWeights` holds it).
-CONTEXT_WEIGHT = DEFAULT_WEIGHTS.context
-#: default weight of the lexical (BM25) signal (kept for callers; :class:`RankingWeights` holds it).
-LEXICAL_WEIGHT = DEFAULT_WEIGHTS.lexical
+#: default weight of a chunk's document context in the time-filtered re-ranking (module docstring).
+CONTEXT_WEIGHT = 0.75
+#: default weight of the lexical (BM25) signal in the time-filtered re-ranking (module docstring).
+LEXICAL_WEIGHT = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,37 +215,30 @@ class Searcher:
 
     Args:
         table: a LanceDB table with the ``chunks`` schema.
-        weights: the ranking's weights and pool sizes (:class:`~diachron.retrieval.weights.RankingWeights`).
-        temporal_weight / context_weight / lexical_weight: override one weight of ``weights`` (``None``:
-            keep it); 0 turns the signal off (``temporal_weight=0`` = the paper's pure similarity ranking).
+        temporal_weight: weight of temporal focus in the ranking (0 = pure similarity, the paper's).
+        context_weight: weight of the document's context in the time-filtered re-ranking (0 = none).
         piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
         approximate: let the planner choose the approximate path (``False``: always exact).
-
-    Raises:
-        ConfigError: an override is negative or not a number.
+        lexical_weight: weight of the BM25 signal in the time-filtered re-ranking (0 = none).
     """
 
     def __init__(
         self,
         table: Any,
         *,
-        weights: RankingWeights = DEFAULT_WEIGHTS,
-        temporal_weight: float | None = None,
+        temporal_weight: float = 0.1,
         piece_rows: int = PIECE_ROWS,
         approximate: bool = True,
-        context_weight: float | None = None,
-        lexical_weight: float | None = None,
+        context_weight: float = CONTEXT_WEIGHT,
+        lexical_weight: float = LEXICAL_WEIGHT,
     ) -> None:
         t0 = time.perf_counter()
         self.table = table
         self.dataset = table.to_lance()
         self.version = self.dataset.version
-        self.weights = weights.override(
-            temporal=temporal_weight, context=context_weight, lexical=lexical_weight
-        )
-        self.temporal_weight = self.weights.temporal
-        self.context_weight = self.weights.context
-        self.lexical_weight = self.weights.lexical
+        self.temporal_weight = temporal_weight
+        self.context_weight = context_weight
+        self.lexical_weight = lexical_weight
         self.has_text_index = _has_text_index(self.dataset)
         self.piece_rows = piece_rows
         self.approximate = approximate
