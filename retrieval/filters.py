@@ -6,6 +6,16 @@ is a coarse superset on the chunk's hull ``[event_start, event_end)``; :func:`ov
 exact check on the chunk's own intervals (half-open overlap, open sides unbounded). With
 ``admit_unknown`` the event filter has two tiers (:mod:`diachron.retrieval.tiers`): chunks whose spans
 overlap, then chunks of unknown time; the SQL string always selects the first tier only.
+
+**Demoted, not dropped** (issue 28). Without ``strict``, the event filter rejects a chunk only on strong
+evidence that its time lies outside the window: an event or state span *as written* in its text (kinds
+``event``, ``state``, ``state_start``, ``state_end`` without provenance) or its document's publication day
+(metadata), none of its intervals overlapping the window. A chunk whose only time outside the window is
+weak — a date named in passing (``mention``), a span inferred from its timeline (``inferred:*``) or
+inherited from its section or document (``inherited:*``) — or that has no time at all, is *demoted*: a
+lower tier ranked by similarity (fit ``tiers.UNKNOWN_FIT``, minus ``RankingWeights.demotion``), never
+dropped (:func:`demoted_mask`). ``strict=True`` keeps the hard filter: known, overlapping time only. Valid
+time (``valid``) and transaction time (``as_of``) are metadata and always filter hard.
 """
 
 from __future__ import annotations
@@ -15,9 +25,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from diachron.schemas.time import Interval, format_instant, to_utc
 
-__all__ = ["TimeFilter", "overlaps_any"]
+__all__ = ["STRONG_KINDS", "TimeFilter", "demoted_mask", "overlaps_any", "strong_rows"]
+
+#: kinds of an interval as written (no provenance) that are strong evidence of a chunk's time.
+STRONG_KINDS = frozenset({"event", "state", "state_start", "state_end"})
 
 
 def _ts(value: datetime) -> str:
@@ -83,7 +98,8 @@ class TimeFilter:
         return overlaps_any(intervals, self.event) or (self.admit_unknown and not intervals)
 
     def focus(self, intervals: Sequence[Interval]) -> float:
-        """Temporal focus of a chunk: the fraction of its intervals overlapping the event intervals (1.0 if none)."""
+        """Temporal focus of a chunk: the fraction of its intervals overlapping the event intervals (1.0 if
+        none)."""
         if not self.event or not intervals:
             return 1.0
         return sum(overlaps_any([i], self.event) for i in intervals) / len(intervals)
@@ -100,3 +116,51 @@ class TimeFilter:
 def overlaps_any(intervals: Sequence[Interval], query: Sequence[Interval]) -> bool:
     """True when some interval of ``intervals`` overlaps some interval of ``query`` (half-open)."""
     return any(i.overlaps(q) for i in intervals for q in query)
+
+
+def _field(flat: pa.StructArray, name: str) -> list[str | None]:
+    return flat.field(name).to_pylist() if flat.type.get_field_index(name) >= 0 else [None] * len(flat)
+
+
+def strong_rows(
+    flat: pa.StructArray | pa.ChunkedArray, interval_row: np.ndarray, num_rows: int
+) -> np.ndarray:
+    """Bool ``(num_rows,)``: rows holding an interval that is strong evidence of their time (module docstring:
+    a stated event or state span as written, or the publication day).
+
+    Args:
+        flat: the flattened ``intervals`` structs of a ``chunks`` snapshot (fields ``kind``, ``provenance``).
+        interval_row: int row offset of each interval (same length as ``flat``).
+        num_rows: rows of the snapshot.
+
+    Intervals without ``kind`` (tables written before kinds existed) count as events: strong, as before.
+    """
+    if isinstance(flat, pa.ChunkedArray):
+        flat = flat.combine_chunks()
+    kinds, provenance = _field(flat, "kind"), _field(flat, "provenance")
+    strong = np.array(
+        [
+            (p is None and (k or "event") in STRONG_KINDS) or p == "published"
+            for k, p in zip(kinds, provenance)
+        ],
+        dtype=bool,
+    )
+    out = np.zeros(num_rows, dtype=bool)
+    out[np.asarray(interval_row)[strong]] = True
+    return out
+
+
+def demoted_mask(index: Any, time_filter: TimeFilter) -> np.ndarray:
+    """Bool ``(rows,)`` of the demoted tier (module docstring) of an
+    :class:`~diachron.retrieval.interval_index.IntervalIndex` under ``time_filter``: rows with some interval,
+    none overlapping the window, none strong, passing the valid and ``as_of`` clauses. All ``False`` for a
+    strict filter or one without event time (rows of unknown time are admitted by ``index.mask`` itself).
+    """
+    if not time_filter.event or not time_filter.admit_unknown:
+        return np.zeros(index.num_rows, dtype=bool)
+    mask = ~index.strong_rows
+    mask[index.event_rows(time_filter)] = False
+    mask[index.unknown_rows] = False
+    if time_filter.valid or time_filter.as_of is not None:
+        mask &= index.mask(TimeFilter(valid=time_filter.valid, as_of=time_filter.as_of))
+    return mask

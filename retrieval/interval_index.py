@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.filters import TimeFilter, strong_rows
 from diachron.retrieval.tiers import (
     bound_proximity,
     interval_weights,
@@ -72,6 +72,7 @@ class IntervalIndex:
         interval_row = np.repeat(np.arange(self.num_rows, dtype=np.int32), counts)
         self.weights, self.literal = interval_weights(flat), literal_mask(flat)  # kinds -> fit (tiers)
         self.state = state_mask(flat)
+        self.strong_rows = strong_rows(flat, interval_row, self.num_rows)  # may be rejected (filters)
         self.first_interval = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.unknown_rows = np.flatnonzero(counts == 0).astype(np.int32)  # rows of unknown time (no interval)
         self._overlaps = SortedOverlaps(self.starts, self.ends, OPEN_PAST, OPEN_FUTURE, labels=interval_row)

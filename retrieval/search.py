@@ -54,10 +54,12 @@ from typing import Any
 
 import numpy as np
 from diachron.retrieval import index_cache
-from diachron.retrieval.filters import TimeFilter
+from diachron.retrieval.filters import TimeFilter, demoted_mask
 from diachron.retrieval.interval_index import SPARSE_HITS, IntervalIndex, bounds
 from diachron.retrieval.partitioned import GATHER_COST, TimePartitionedIndex
 from diachron.retrieval.quantized import first_pass_cost
+from diachron.retrieval.tiers import UNKNOWN_FIT
+from diachron.retrieval.weights import DEFAULT_WEIGHTS, RankingWeights
 from diachron.schemas.time_index import MANIFEST, index_dir
 
 __all__ = [
@@ -93,10 +95,10 @@ EXAMPLE_POOL = 8192
 EXACT_MAX_ROWS = 20_000
 MIN_RECALL = 0.95
 MEMO_FILTERS = 8
-#: default weight of a chunk's document context in the time-filtered re-ranking (module docstring).
-CONTEXT_WEIGHT = 0.75
-#: default weight of the lexical (BM25) signal in the time-filtered re-ranking (module docstring).
-LEXICAL_WEIGHT = 0.1
+#: default weight of a chunk's document context (kept for callers; :class:`RankingWeights` holds it).
+CONTEXT_WEIGHT = DEFAULT_WEIGHTS.context
+#: default weight of the lexical (BM25) signal (kept for callers; :class:`RankingWeights` holds it).
+LEXICAL_WEIGHT = DEFAULT_WEIGHTS.lexical
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,30 +217,37 @@ class Searcher:
 
     Args:
         table: a LanceDB table with the ``chunks`` schema.
-        temporal_weight: weight of temporal focus in the ranking (0 = pure similarity, the paper's).
-        context_weight: weight of the document's context in the time-filtered re-ranking (0 = none).
+        weights: the ranking's weights and pool sizes (:class:`~diachron.retrieval.weights.RankingWeights`).
+        temporal_weight / context_weight / lexical_weight: override one weight of ``weights`` (``None``:
+            keep it); 0 turns the signal off (``temporal_weight=0`` = the paper's pure similarity ranking).
         piece_rows: rows per ``take`` while scoring (bounded memory: ``piece_rows × dim × 4`` bytes).
         approximate: let the planner choose the approximate path (``False``: always exact).
-        lexical_weight: weight of the BM25 signal in the time-filtered re-ranking (0 = none).
+
+    Raises:
+        ConfigError: an override is negative or not a number.
     """
 
     def __init__(
         self,
         table: Any,
         *,
-        temporal_weight: float = 0.1,
+        weights: RankingWeights = DEFAULT_WEIGHTS,
+        temporal_weight: float | None = None,
         piece_rows: int = PIECE_ROWS,
         approximate: bool = True,
-        context_weight: float = CONTEXT_WEIGHT,
-        lexical_weight: float = LEXICAL_WEIGHT,
+        context_weight: float | None = None,
+        lexical_weight: float | None = None,
     ) -> None:
         t0 = time.perf_counter()
         self.table = table
         self.dataset = table.to_lance()
         self.version = self.dataset.version
-        self.temporal_weight = temporal_weight
-        self.context_weight = context_weight
-        self.lexical_weight = lexical_weight
+        self.weights = weights.override(
+            temporal=temporal_weight, context=context_weight, lexical=lexical_weight
+        )
+        self.temporal_weight = self.weights.temporal
+        self.context_weight = self.weights.context
+        self.lexical_weight = self.weights.lexical
         self.has_text_index = _has_text_index(self.dataset)
         self.piece_rows = piece_rows
         self.approximate = approximate
@@ -248,6 +257,7 @@ class Searcher:
         if self.time_index is not None:
             self.time_index.attach_times(self.index.starts, self.index.ends, self.index.first_interval)
         self._memo: dict[TimeFilter, Candidates] = {}
+        self._demoted: dict[TimeFilter, np.ndarray | None] = {}
         self._index_stamp = _stamp(self.dataset)
         self.build_seconds = time.perf_counter() - t0
 
@@ -277,7 +287,8 @@ class Searcher:
         return self._candidates(time_filter).count
 
     def scored_pieces(self, rows: np.ndarray, vector: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(offsets, cosine float32)`` for ``rows``, read with ``take`` in pieces of ``piece_rows``."""
+        """Yield ``(offsets, cosine float32)`` for ``rows``, read with ``take`` in pieces of
+        ``piece_rows``."""
         query = np.asarray(vector, dtype=np.float32)
         for lo in range(0, len(rows), self.piece_rows):
             piece = rows[lo : lo + self.piece_rows]
@@ -432,30 +443,73 @@ class Searcher:
         """
         weight = self.temporal_weight if temporal_weight is None else temporal_weight
         rerank = bool(time_filter.event) and bool(weight)
-        offsets, scores, plan = self.top_k_planned(vector, time_filter, k=max(3 * k, 50) if rerank else k)
+        depth = self.weights.rerank_depth(k) if rerank else k
+        offsets, scores, plan = self.top_k_planned(vector, time_filter, k=depth)
+        demoted = self.demoted(time_filter)
+        if demoted is not None:  # the demoted tier: scored exactly, pooled with the admitted candidates
+            offsets, scores = self._merge(
+                offsets, scores, *self.exact_top(np.flatnonzero(demoted), vector, depth), depth
+            )
         focus = self.index.focus(offsets, time_filter)
+        lower = self._lower_tier(offsets, demoted) if time_filter.admit_unknown else None
+        if lower is not None:
+            focus = np.where(lower, UNKNOWN_FIT, focus)
         if rerank:
-            context, relevance = None, scores
-            lexical_on = bool(text and text.strip() and self.lexical_weight and self.has_text_index)
-            if (self.context_weight or lexical_on) and len(offsets):
-                ids = self.dataset.take(offsets, columns=["doc_id", "chunk_id"])
-                if lexical_on:  # cosine + lexical signal, once: the document context is taken of it too
-                    relevance = scores + self.lexical_weight * self.lexical(  # type: ignore[arg-type]
-                        text, ids.column("chunk_id").to_pylist()
-                    )
-                if self.context_weight:
-                    context = document_context(relevance, ids.column("doc_id").to_numpy(zero_copy_only=False))
-            order = np.argsort(
-                -rank(relevance, focus, weight, context=context, context_weight=self.context_weight),
-                kind="stable",
-            )[:k]
-            offsets, scores, focus = offsets[order], scores[order], focus[order]
+            score = self._rerank_scores(offsets, scores, focus, weight, text)
+        else:
+            score = np.asarray(scores, dtype=np.float64)
+        order = self._order(score, lower)[:k]
+        offsets, scores, focus = offsets[order], scores[order], focus[order]
         hits = Hits()
         hits.plan = plan
         if len(offsets):
             rows = self.dataset.take(offsets, columns=COLUMNS).to_pylist()
             hits.extend(Hit(row, float(s), float(f)) for row, s, f in zip(rows, scores, focus, strict=True))
         return hits
+
+    def demoted(self, time_filter: TimeFilter) -> np.ndarray | None:
+        """Bool ``(rows,)`` of the demoted tier under ``time_filter``
+        (:func:`~diachron.retrieval.filters.demoted_mask`), ``None`` when it is empty (kept per filter)."""
+        found = self._demoted.get(time_filter, False)
+        if found is False:
+            mask = demoted_mask(self.index, time_filter)
+            found = mask if mask.any() else None
+            if len(self._demoted) >= MEMO_FILTERS:
+                self._demoted = {}  # replaced, not mutated while another thread may read it
+            self._demoted[time_filter] = found
+        return found
+
+    def _lower_tier(self, offsets: np.ndarray, demoted: np.ndarray | None) -> np.ndarray:
+        """Per offset: in the lower tier (demoted, or of unknown time)."""
+        index = self.index
+        lower = index.first_interval[offsets + 1] == index.first_interval[offsets]
+        return lower | demoted[offsets] if demoted is not None else lower
+
+    def _order(self, score: np.ndarray, lower: np.ndarray | None) -> np.ndarray:
+        """Positions best first: ``score`` minus ``weights.demotion`` in the lower tier (an infinite demotion:
+        every admitted candidate first, each tier by score)."""
+        penalty = self.weights.demotion
+        if lower is None or not penalty:
+            return np.argsort(-score, kind="stable")
+        if np.isinf(penalty):
+            return np.lexsort((-score, lower))
+        return np.argsort(-(score - penalty * lower), kind="stable")
+
+    def _rerank_scores(
+        self, offsets: np.ndarray, scores: np.ndarray, focus: np.ndarray, weight: float, text: str | None
+    ) -> np.ndarray:
+        """:func:`rank` of the pool: cosine + lexical signal, document context, temporal fit."""
+        context, relevance = None, scores
+        lexical_on = bool(text and text.strip() and self.lexical_weight and self.has_text_index)
+        if (self.context_weight or lexical_on) and len(offsets):
+            ids = self.dataset.take(offsets, columns=["doc_id", "chunk_id"])
+            if lexical_on:  # cosine + lexical signal, once: the document context is taken of it too
+                relevance = scores + self.lexical_weight * self.lexical(  # type: ignore[arg-type]
+                    text, ids.column("chunk_id").to_pylist()
+                )
+            if self.context_weight:
+                context = document_context(relevance, ids.column("doc_id").to_numpy(zero_copy_only=False))
+        return rank(relevance, focus, weight, context=context, context_weight=self.context_weight)
 
     def lexical(self, text: str, chunk_ids: list[str]) -> np.ndarray:
         """BM25 score of each of ``chunk_ids`` for ``text``, scaled by their best (float64 in [0, 1]; 0 for a
@@ -496,6 +550,9 @@ class Searcher:
             return []
         rejected = np.ones(self.num_rows, dtype=bool)
         rejected[self.candidates(time_filter)] = False
+        demoted = self.demoted(time_filter)
+        if demoted is not None:
+            rejected &= ~demoted
         rows = np.flatnonzero(rejected)
         if len(rows) > EXAMPLE_POOL:
             rows = rows[np.linspace(0, len(rows) - 1, EXAMPLE_POOL).astype(np.int64)]
