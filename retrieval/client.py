@@ -33,7 +33,8 @@ from diachron.retrieval.lineage import (
     mentions_earlier_version,
     window_gaps,
 )
-from diachron.retrieval.search import CONTEXT_WEIGHT, LEXICAL_WEIGHT, Hit, Hits, Searcher
+from diachron.retrieval.search import Hit, Hits, Searcher
+from diachron.retrieval.weights import DEFAULT_WEIGHTS, RankingWeights
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, GapSignal, Signal
@@ -50,6 +51,9 @@ class Client:
         embedder: an :class:`~diachron.ingest.embedding.Embedder` or model name/path; must match the index.
         intent_config: time zone and fiscal calendar for question parsing.
         anchor_policy: ``adaptive`` (TA-RAG's text) or ``monthly`` (the paper's reference code).
+        weights: the ranking's weights and pool sizes (:class:`~diachron.retrieval.weights.RankingWeights`;
+            default: its named defaults); ``temporal_weight`` / ``context_weight`` / ``lexical_weight``, when
+            given, override one of them.
         temporal_weight: weight of temporal focus in the ranking (0 = pure e_hypo similarity, as in the
             paper); see :mod:`diachron.retrieval.search`.
         context_weight: weight of a chunk's document context when a time filter re-ranks (0 = none; see
@@ -82,9 +86,10 @@ class Client:
         embedder: Embedder | str | None = None,
         intent_config: IntentConfig | None = None,
         anchor_policy: AnchorPolicy = "adaptive",
-        temporal_weight: float = 0.1,
-        context_weight: float = CONTEXT_WEIGHT,
-        lexical_weight: float = LEXICAL_WEIGHT,
+        weights: RankingWeights | None = None,
+        temporal_weight: float | None = None,
+        context_weight: float | None = None,
+        lexical_weight: float | None = None,
     ) -> None:
         import lancedb
 
@@ -110,9 +115,12 @@ class Client:
         self.embedder = embedder if isinstance(embedder, Embedder) else Embedder(embedder, threads=1)
         self.intent_config = intent_config or IntentConfig()
         self.anchor_policy = anchor_policy
-        self.temporal_weight = temporal_weight
-        self.context_weight = context_weight
-        self.lexical_weight = lexical_weight
+        self.weights = (weights or DEFAULT_WEIGHTS).override(
+            temporal=temporal_weight, context=context_weight, lexical=lexical_weight
+        )
+        self.temporal_weight = self.weights.temporal
+        self.context_weight = self.weights.context
+        self.lexical_weight = self.weights.lexical
         self._index: Searcher | None = None
         self._check_embedder(names)
         self._extent: Interval | None = None
@@ -255,7 +263,11 @@ class Client:
         hits = self._search(
             vector,
             time_filter,
-            max(2 * k, 20) if current else k if diversify is None else max(5 * k, 100),
+            self.weights.current_depth(k)
+            if current
+            else k
+            if diversify is None
+            else self.weights.coverage_depth(k),
             admit,
             text=intent.core_query,
         )
@@ -300,9 +312,7 @@ class Client:
                 self._extent = None
             self._index = Searcher(
                 self.chunks,
-                temporal_weight=self.temporal_weight,
-                context_weight=self.context_weight,
-                lexical_weight=self.lexical_weight,
+                weights=self.weights,
             )
         return self._index
 
