@@ -11,8 +11,11 @@ One import namespace over the layers (DESIGN.md, "One namespace"), bottom to top
 
 The public entry points are imported lazily, so ``import diachron`` stays light::
 
-    from diachron import Client
-    client = Client("data/diachron.lancedb")
+    import diachron
+    client = diachron.connect("data/diachron.lancedb")    # a Client; "http://host:8000" gives a RemoteClient
+
+The errors (one rooted tree, drawn in :mod:`diachron.schemas.errors`) are exported here too:
+``except diachron.DiachronError`` catches everything diachron raises.
 """
 
 from __future__ import annotations
@@ -22,11 +25,34 @@ from typing import Any
 
 __version__ = "0.2.0"
 
+_ERRORS = (
+    "ConfigError",
+    "DatabaseRefusedError",
+    "DiachronError",
+    "EmbedderMismatchError",
+    "IngestError",
+    "LLMOutputError",
+    "QueryInputError",
+    "RetrievalError",
+    "ServiceError",
+    "SourceError",
+    "StoreConflictError",
+    "StoreNotFoundError",
+    "TerminalError",
+    "TerminalIngestError",
+    "TransientError",
+    "TransientIngestError",
+    "WorkerLostError",
+)
+
 #: public name -> module that defines it (imported on first access, PEP 562)
 _EXPORTS = {
     "Client": "diachron.retrieval.client",
+    "RemoteClient": "diachron.retrieval.remote",
+    "connect": "diachron.retrieval.connection",
     "annotate_text": "diachron.ingest.annotation.text",
     "parse_question": "diachron.retrieval.intent",
+    **dict.fromkeys(_ERRORS, "diachron.schemas.errors"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -529,7 +529,9 @@ def _open_client(db: str, intent_config: Any = None) -> Any:
     from diachron.retrieval.errors import RetrievalError
 
     if db.startswith(("http://", "https://")):
-        return Client(db)
+        from diachron.retrieval.remote import RemoteClient
+
+        return RemoteClient(db)
     embedder = Embedder(threads=1)  # see Embedder: one intra-op thread for a query's anchors
     if "://" in db or Path(db).is_dir():  # else Client refuses it at once: no model load to overlap
         threading.Thread(target=embedder.warm_up, name="diachron-warm-up", daemon=True).start()

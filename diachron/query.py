@@ -1,23 +1,22 @@
 """Checks on a question's inputs at the application edge (CLI and service): one-line errors, never tracebacks.
 
-Every check raises :class:`QueryInputError` (a ``ValueError``) whose message names the input and says
-what is expected, so the CLI prints it and the service answers 400 with it.
+Every check raises :class:`~diachron.schemas.errors.QueryInputError` (a ``TerminalError`` and a
+``ValueError``; ``field`` names the input) whose message names the input and says what is expected, so the
+CLI prints it and the service answers 400 with it. The service's ``k`` is bounded by ``MAX_K`` in its
+request model.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from diachron.schemas.errors import QueryInputError
 from diachron.schemas.time import parse_instant
 
-__all__ = ["MAX_K", "QueryInputError", "check_k", "check_question", "parse_clock"]
+__all__ = ["MAX_K", "QueryInputError", "check_question", "parse_clock"]
 
 #: largest top-k the edges accept
 MAX_K = 100
-
-
-class QueryInputError(ValueError):
-    """A question, clock or top-k the edge refuses; the message is one line, fit to show a user."""
 
 
 def check_question(question: str | None) -> str:
@@ -31,11 +30,13 @@ def check_question(question: str | None) -> str:
     text = (question or "").strip()
     if not text:
         raise QueryInputError(
-            "the question is empty: ask something, e.g. 'How did IBM stock do in March 2011?'"
+            "the question is empty: ask something, e.g. 'How did IBM stock do in March 2011?'",
+            field="question",
         )
     if len(text) > MAX_QUESTION_CHARS:
         raise QueryInputError(
-            f"the question has {len(text):,} characters: at most {MAX_QUESTION_CHARS:,} are read; shorten it"
+            f"the question has {len(text):,} characters: at most {MAX_QUESTION_CHARS:,} are read; shorten it",
+            field="question",
         )
     return text
 
@@ -52,16 +53,5 @@ def parse_clock(value: str | None, name: str) -> datetime | None:
         return parse_instant(str(value))
     except ValueError as exc:
         raise QueryInputError(
-            f"{name} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z ({exc})"
+            f"{name} must be an ISO-8601 instant such as 2024-05-01T00:00:00Z ({exc})", field=name.lstrip("-")
         ) from None
-
-
-def check_k(k: int) -> int:
-    """``k`` when ``1 <= k <= MAX_K``.
-
-    Raises:
-        QueryInputError: out of range.
-    """
-    if not 1 <= int(k) <= MAX_K:
-        raise QueryInputError(f"k must be between 1 and {MAX_K}, got {k}")
-    return int(k)

@@ -41,7 +41,7 @@ from diachron.schemas.evidence import SCHEMA_VERSION
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.time import Granularity, Interval
 
-__all__ = ["ServiceConfig", "create_app", "serve"]
+__all__ = ["ServiceConfig", "create_app"]
 
 log = logging.getLogger(__name__)
 WEB = Path(__file__).with_name("web")
@@ -270,12 +270,3 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.mount("/static", StaticFiles(directory=WEB), name="static")
     app.state.index = index
     return app
-
-
-def serve(
-    config: ServiceConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"
-) -> None:
-    """Run the service with uvicorn until interrupted (Ctrl-C)."""
-    import uvicorn
-
-    uvicorn.run(create_app(config), host=host, port=port, log_level=log_level)

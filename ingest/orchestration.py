@@ -219,7 +219,7 @@ def expand_sources(patterns: list[str]) -> list[str]:
             continue
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
-            raise SourceError(f"source pattern {pattern!r} matches no file")
+            raise SourceError(f"source pattern {pattern!r} matches no file", uri=pattern)
         out.extend(matches)
     return out
 

@@ -164,7 +164,10 @@ def _check_embedder(store: Store, embedder_id: str) -> None:
     if used and used != {embedder_id}:
         raise EmbedderMismatchError(
             f"store {store.uri} was built with {sorted(used)}, not {embedder_id}; "
-            "use the same embedder or a new database"
+            "use the same embedder or a new database",
+            uri=str(store.uri),
+            expected=sorted(used),
+            found=embedder_id,
         )
 
 

@@ -68,7 +68,8 @@ def _check_local(uri: str, path: Path) -> bool:
     """Raise for a file or an unwritable place; ``True`` when ``path`` is an existing directory."""
     if path.exists() and not path.is_dir():
         raise DatabaseRefusedError(
-            f"--db {uri!r} is a file, not a database directory: give a directory (new or a diachron index)"
+            f"--db {uri!r} is a file, not a database directory: give a directory (new or a diachron index)",
+            uri=uri,
         )
     existing = path
     while not existing.exists():
@@ -77,13 +78,15 @@ def _check_local(uri: str, path: Path) -> bool:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         raise DatabaseRefusedError(
-            f"--db {uri!r} lies under the file {str(existing)!r}: give a directory path"
+            f"--db {uri!r} lies under the file {str(existing)!r}: give a directory path",
+            uri=uri,
         )
     problem = _write_probe(existing)
     if problem is not None:
         where = "" if existing == path else f" (its nearest existing parent {str(existing)!r})"
         raise DatabaseRefusedError(
-            f"--db {uri!r}{where} is not writable: {problem}; give a writable directory"
+            f"--db {uri!r}{where} is not writable: {problem}; give a writable directory",
+            uri=uri,
         )
     return existing == path
 
@@ -110,14 +113,16 @@ def _check_tables(uri: str, dim: int, storage_options: dict[str, str] | None) ->
         shown = ", ".join(others[:5]) + (" …" if len(others) > 5 else "")
         raise DatabaseRefusedError(
             f"--db {uri!r} is a LanceDB database of another application (tables: {shown}): "
-            "use a new directory for diachron"
+            "use a new directory for diachron",
+            uri=uri,
         )
     for name in ours:
         problem = _schema_problem(db.open_table(name).schema, arrow_schema(TABLES[name], dim=dim))
         if problem is not None:
             raise DatabaseRefusedError(
                 f"--db {uri!r} is not a diachron index of this version: table {name!r} "
-                f"{problem}; use a new directory (or the embedder that built it)"
+                f"{problem}; use a new directory (or the embedder that built it)",
+                uri=uri,
             )
 
 

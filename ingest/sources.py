@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from diachron.schemas.errors import SourceError  # re-exported: the tree is drawn there
 from diachron.schemas.ids import short_hash
 from diachron.schemas.time import parse_instant, to_utc
 
@@ -66,10 +67,6 @@ _LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: metadata key set when a ``valid_until`` at or after 9999-01-01 (a "forever" sentinel) was read as open
 OPEN_UNTIL_KEY = "valid_until_open_sentinel"
-
-
-class SourceError(ValueError):
-    """A source cannot be read at all (missing file, unknown format). Terminal: fix the path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,8 +594,10 @@ def source_shards(
             {"kind": "parquet", "path": str(path), "groups": [0, 0]}
         ]
     if not path.exists():
-        raise SourceError(f"source not found: {source!r} (a file, a folder, or 'sotu')")
-    raise SourceError(f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')")
+        raise SourceError(f"source not found: {source!r} (a file, a folder, or 'sotu')", uri=str(source))
+    raise SourceError(
+        f"unknown source format: {source!r} (use .jsonl, .parquet, a folder, or 'sotu')", uri=str(source)
+    )
 
 
 def read_shard(

@@ -35,6 +35,7 @@ from diachron.retrieval.lineage import (
 )
 from diachron.retrieval.search import Hit, Hits, Searcher
 from diachron.retrieval.weights import DEFAULT_WEIGHTS, RankingWeights
+from diachron.schemas.errors import ConfigError
 from diachron.schemas.evidence import Evidence, SearchResult, SearchTrace
 from diachron.schemas.intent import Relation, TemporalIntent
 from diachron.schemas.lineage import Clarification, GapSignal, Signal
@@ -62,22 +63,14 @@ class Client:
             see :mod:`diachron.retrieval.search`).
 
     Raises:
-        StoreNotFoundError: the URI has no ``chunks`` table.
-        EmbedderMismatchError: the index was built with a different embedder.
+        StoreNotFoundError: the URI has no ``chunks`` table (``uri`` attribute).
+        EmbedderMismatchError: the index was built with a different embedder (``uri``, ``expected`` = the
+            index's embedder ids, ``found`` = this client's).
 
-    ``Client("http://host:8000")`` (an ``http(s)://`` URI) returns a
-    :class:`~diachron.retrieval.remote.RemoteClient` for a ``diachron serve`` service instead: the same
-    ``search``/``parse`` results over HTTP (keyword options: ``timeout`` in seconds).
+        ConfigError: ``uri`` is an ``http(s)://`` URL: a service is searched with
+            ``diachron.connect(url)`` or :class:`~diachron.retrieval.remote.RemoteClient` (the same
+            ``search``/``parse`` results over HTTP).
     """
-
-    def __new__(
-        cls, uri: str = "", *args: Any, **kwargs: Any
-    ) -> Any:  # uri optional: copy/pickle call __new__(cls)
-        if str(uri).startswith(("http://", "https://")):
-            from diachron.retrieval.remote import RemoteClient
-
-            return RemoteClient(str(uri), **kwargs)
-        return super().__new__(cls)
 
     def __init__(
         self,
@@ -94,13 +87,20 @@ class Client:
         import lancedb
 
         self.uri = str(uri)
+        if self.uri.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"Client({self.uri!r}) opens a local or s3:// index; for a service "
+                "use diachron.connect(url) or diachron.RemoteClient(url)",
+                setting="uri",
+            )
         missing = StoreNotFoundError(
-            f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`"
+            f"no diachron index at {self.uri!r}: run `diachron ingest SOURCE --db {self.uri}`", uri=self.uri
         )
         if "://" not in self.uri and Path(self.uri).is_file():
             raise StoreNotFoundError(
-                f"{self.uri!r} is a file, not a LanceDB directory: point --db (Python: Client(uri)) at the folder "
-                "`diachron ingest` wrote (e.g. data/diachron.lancedb)"
+                f"{self.uri!r} is a file, not a LanceDB directory: point --db (Python: Client(uri)) at the "
+                "folder `diachron ingest` wrote (e.g. data/diachron.lancedb)",
+                uri=self.uri,
             )
         if "://" not in self.uri and not Path(self.uri).is_dir():  # don't let connect() create an empty dir
             raise missing
@@ -133,7 +133,10 @@ class Client:
         if built and built != {self.embedder.spec.id}:
             raise EmbedderMismatchError(
                 f"index at {self.uri!r} was built with {sorted(built)}; "
-                f"this client embeds with {self.embedder.spec.id}"
+                f"this client embeds with {self.embedder.spec.id}",
+                uri=self.uri,
+                expected=sorted(built),
+                found=self.embedder.spec.id,
             )
 
     @property

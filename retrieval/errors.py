@@ -1,22 +1,13 @@
-"""Errors of the retrieval package.
+"""Errors of the retrieval package (re-exported from :mod:`diachron.schemas.errors`, which draws the tree).
 
 RetrievalError
-├── StoreNotFoundError     — no diachron tables at the URI (ingest first)
-└── EmbedderMismatchError  — the index was built by another embedder than the client's
+├── StoreNotFoundError     — no diachron index at the URI (ingest first)
+├── EmbedderMismatchError  — the index was built by another embedder (also a ``TerminalIngestError``)
+└── ServiceError           — a ``diachron serve`` refused or failed the request (``status``)
 """
 
 from __future__ import annotations
 
-__all__ = ["EmbedderMismatchError", "RetrievalError", "StoreNotFoundError"]
+from diachron.schemas.errors import EmbedderMismatchError, RetrievalError, ServiceError, StoreNotFoundError
 
-
-class RetrievalError(Exception):
-    """Base of retrieval errors."""
-
-
-class StoreNotFoundError(RetrievalError):
-    """The URI holds no ``chunks`` table: run ``diachron ingest`` first."""
-
-
-class EmbedderMismatchError(RetrievalError):
-    """The index was built with another embedder; query it with the same model (name/dim in the message)."""
+__all__ = ["EmbedderMismatchError", "RetrievalError", "ServiceError", "StoreNotFoundError"]

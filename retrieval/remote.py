@@ -1,12 +1,13 @@
 """The Python client over HTTP: the same typed API as :class:`~diachron.retrieval.client.Client`, remotely.
 
-``Client("http://host:8000")`` returns a :class:`RemoteClient` talking to ``diachron serve``; its
-:meth:`~RemoteClient.search` gives the same :class:`~diachron.schemas.evidence.SearchResult` a local
-directory gives (the wire form is the ``--json`` schema, ``schema_version`` 1.x).
+``diachron.connect("http://host:8000")`` (or ``RemoteClient("http://host:8000")``) talks to
+``diachron serve``; its :meth:`~RemoteClient.search` gives the same
+:class:`~diachron.schemas.evidence.SearchResult` a local directory gives (the wire form is the ``--json``
+schema, ``schema_version`` 1.x).
 
 Example:
-    >>> from diachron import Client
-    >>> client = Client("http://127.0.0.1:8000")                           # doctest: +SKIP
+    >>> import diachron
+    >>> client = diachron.connect("http://127.0.0.1:8000")                 # doctest: +SKIP
     >>> client.search("How did IBM stock do in March 2011?", k=5).evidence[0].published_at
 """
 
@@ -17,28 +18,12 @@ from typing import Any
 
 import httpx
 from diachron.retrieval.arguments import clock_argument
-from diachron.retrieval.errors import RetrievalError
+from diachron.retrieval.errors import ServiceError
 from diachron.schemas.evidence import SearchResult, intent_from_dict
 from diachron.schemas.intent import TemporalIntent
 from diachron.schemas.time import format_instant
 
 __all__ = ["RemoteClient", "ServiceError"]
-
-
-class ServiceError(RetrievalError):
-    """The service refused the request (4xx: bad input, with its one-line reason) or could not answer
-    (5xx, unreachable). ``status`` is the HTTP status, ``None`` when no answer came."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_service_error, (str(self), self.status))
-
-
-def _service_error(message: str, status: int | None) -> ServiceError:
-    return ServiceError(message, status=status)
 
 
 class RemoteClient:
@@ -49,8 +34,9 @@ class RemoteClient:
         timeout: seconds per request (connect and read).
 
     Raises (from the methods):
-        ServiceError: bad input (status 400/422, the service's reason), a busy or failing service (503/504/500),
-            or no service at ``url`` (``status=None``).
+        ServiceError: bad input (status 400/422, the service's reason), a busy or failing service
+            (503/504/500), or no service at ``url`` (``status=None``); ``uri`` is ``url``, ``transient`` is
+            true for a 5xx or no answer.
     """
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
@@ -70,13 +56,14 @@ class RemoteClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ServiceError(f"no diachron service at {self.uri}: {exc}") from None
+            raise ServiceError(f"no diachron service at {self.uri}: {exc}", uri=self.uri) from None
         if response.status_code >= 400:
             try:
                 detail = response.json().get("detail", response.text)
             except ValueError:
                 detail = response.text
-            raise ServiceError(f"{response.status_code}: {detail}", status=response.status_code)
+            detail = " ".join(str(detail).split())  # one line, whatever the service sent
+            raise ServiceError(f"{response.status_code}: {detail}", status=response.status_code, uri=self.uri)
         return response.json()
 
     def health(self) -> dict[str, Any]:

@@ -162,6 +162,7 @@ def test_evidence_dates_the_event_named_with_its_year() -> None:
 def test_client_anchors_the_event_end_to_end(tmp_path: Path) -> None:
     from diachron.ingest.pipeline import IngestConfig, run_ingest
     from diachron.retrieval.client import Client
+    from diachron.retrieval.connection import connect
 
     source = tmp_path / "northwind.jsonl"
     source.write_text(
@@ -186,5 +187,5 @@ def test_client_anchors_the_event_end_to_end(tmp_path: Path) -> None:
     from diachron.service import ServiceConfig
 
     with serving(ServiceConfig(db=uri)) as url:  # the service anchors the event as the local Client does
-        remote = Client(url).search("What did Northwind do after the merger?", k=4, now=NOW)
+        remote = connect(url).search("What did Northwind do after the merger?", k=4, now=NOW)
     assert remote.intent.intervals == after.intent.intervals

@@ -1,4 +1,5 @@
-"""The Python API's clock arguments: a wrong type is a ValueError naming the argument (remote and local Client)."""
+"""The Python API's entry and clock arguments: ``connect`` picks the client by scheme; a wrong clock type is a
+ValueError naming the argument (remote and local Client)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from diachron.retrieval.arguments import clock_argument
 from diachron.retrieval.remote import RemoteClient, ServiceError
 from diachron.schemas.errors import ConfigError
 
-from diachron import Client
+import diachron
+from diachron import Client, connect
+from diachron import RemoteClient as ExportedRemoteClient
 
 
 def _closed_port() -> int:
@@ -24,7 +27,7 @@ def _closed_port() -> int:
     [({"now": "garbage"}, "now"), ({"as_of": "garbage"}, "as_of"), ({"now": 1700000000}, "now")],
 )
 def test_remote_search_refuses_a_clock_that_is_no_datetime_before_any_request(kwargs, name):
-    client = Client(
+    client = connect(
         f"http://127.0.0.1:{_closed_port()}"
     )  # nothing listens: a request would be a ServiceError
     assert isinstance(client, RemoteClient)
@@ -36,14 +39,48 @@ def test_remote_search_refuses_a_clock_that_is_no_datetime_before_any_request(kw
 
 def test_remote_parse_refuses_a_string_clock():
     with pytest.raises(ConfigError, match=r"^now must be a datetime .*got str 'yesterday'"):
-        Client(f"http://127.0.0.1:{_closed_port()}").parse("What happened yesterday?", now="yesterday")
+        RemoteClient(f"http://127.0.0.1:{_closed_port()}").parse("What happened yesterday?", now="yesterday")
 
 
 def test_a_real_clock_still_reaches_the_wire():
-    """A valid datetime passes the check: with no service the call fails as a ServiceError, not a ConfigError."""
+    """A valid datetime passes the check: with no service the call is a ServiceError, not a ConfigError."""
+    url = f"http://127.0.0.1:{_closed_port()}"
     with pytest.raises(ServiceError) as caught:
-        Client(f"http://127.0.0.1:{_closed_port()}").search("x", now=datetime(2026, 1, 1, tzinfo=UTC))
-    assert caught.value.status is None
+        connect(url).search("x", now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert caught.value.status is None and caught.value.uri == url and caught.value.transient
+    assert isinstance(caught.value, diachron.RetrievalError) and isinstance(
+        caught.value, diachron.DiachronError
+    )
+    assert str(caught.value).startswith(f"no diachron service at {url}: ") and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "https://example.org/diachron/"])
+def test_connect_gives_a_remote_client_for_http_and_a_local_client_refuses_it(url):
+    client = diachron.connect(url)
+    assert isinstance(client, RemoteClient) and type(client) is ExportedRemoteClient
+    assert not isinstance(client, Client)
+    assert client.uri == url.rstrip("/")
+    client.close()
+    with pytest.raises(ConfigError) as caught:
+        Client(url)
+    message = str(caught.value)
+    assert "use diachron.connect(url) or diachron.RemoteClient(url)" in message and "\n" not in message
+    assert caught.value.setting == "uri" and not caught.value.transient
+
+
+def test_connect_hands_options_to_the_remote_client():
+    client = connect("http://127.0.0.1:9", timeout=1.5)
+    assert client._http.timeout.read == 1.5
+    with pytest.raises(TypeError):
+        connect("http://127.0.0.1:9", embedder="x")  # a local Client's option
+
+
+def test_connect_to_a_missing_directory_is_the_local_clients_error(tmp_path):
+    where = str(tmp_path / "nothing")
+    with pytest.raises(diachron.StoreNotFoundError) as caught:
+        connect(where)
+    assert caught.value.uri == where and isinstance(caught.value, diachron.TerminalError)
+    assert not (tmp_path / "nothing").exists()  # opening never creates the directory
 
 
 def test_clock_argument_normalises_to_utc():
@@ -54,6 +91,12 @@ def test_clock_argument_normalises_to_utc():
         from datetime import timedelta, timezone
 
         clock_argument(datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))), "now")
+
+
+@pytest.mark.integration
+def test_connect_gives_a_local_client_for_a_directory(stock_db):
+    client = connect(stock_db[0])
+    assert type(client) is Client and client.uri == stock_db[0]
 
 
 @pytest.mark.integration

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from diachron.ingest.annotation.base import Annotator, ChunkAnnotation, DocumentAnnotation, DocumentContext
 from diachron.ingest.errors import ConfigError
+from diachron.schemas.errors import LLMOutputError  # re-exported: the tree is drawn there
 from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant, period
 from diachron.temporal.llm_backends import Completion, LLMBackend, build_backend
 
@@ -125,10 +126,6 @@ relative expressions ("last year", "the quarter after the merger") against the p
 empty list is right when the passage has no dated event."""
 
 T = TypeVar("T")
-
-
-class LLMOutputError(ValueError):
-    """An LLM answer that is not valid JSON or does not match its schema (the message says where)."""
 
 
 @dataclass(frozen=True, slots=True)

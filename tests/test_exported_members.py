@@ -1,0 +1,46 @@
+"""``diachron.__all__`` names what the package exports, and each name resolves (like httpx's test)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from diachron.schemas import errors
+
+import diachron
+
+EXPECTED = {"Client", "RemoteClient", "connect", "annotate_text", "parse_question", *errors.__all__}
+
+
+def test_all_lists_the_public_api_and_every_name_resolves():
+    assert set(diachron.__all__) == EXPECTED and diachron.__all__ == sorted(diachron.__all__)
+    for name in diachron.__all__:
+        member = getattr(diachron, name)
+        assert member is not None and name in dir(diachron)
+        if name in errors.__all__:
+            assert member is getattr(errors, name)
+
+
+def test_members_are_defined_where_the_lazy_table_says():
+    assert diachron.Client.__module__ == "diachron.retrieval.client"
+    assert diachron.RemoteClient.__module__ == "diachron.retrieval.remote"
+    assert diachron.connect.__module__ == "diachron.retrieval.connection"
+    from diachron import retrieval
+
+    assert retrieval.connect is diachron.connect  # the subpackage exports the same function
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    try:
+        diachron.Nope  # noqa: B018
+    except AttributeError as exc:
+        assert "has no attribute 'Nope'" in str(exc)
+    else:
+        raise AssertionError("diachron.Nope resolved")
+
+
+def test_import_diachron_stays_light():
+    """The exports load lazily: importing the package pulls in neither LanceDB nor torch nor httpx."""
+    code = "import sys, diachron; print(sorted(m for m in ('lancedb', 'torch', 'httpx') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
