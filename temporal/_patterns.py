@@ -52,6 +52,7 @@ __all__ = [
     "month_number",
     "number_value",
     "ordinal_value",
+    "sentence_ends",
 ]
 
 MONTHS = [
@@ -170,8 +171,9 @@ YEAR = _c(
 YEAR_RANGE = _c(rf"(?<![\d$.,])(?P<y1>{YEAR_M})\s*[-–—/]\s*(?P<y2>{YEAR_M}|\d{{2}})(?![\d%/-])")
 # "2019–present", "1998 - today": a state from that year on (Wikipedia lists of office holders)
 YEAR_PRESENT = _c(rf"(?<![\d$.,])(?P<year>{YEAR_M})\s*[-–—]\s*(?:present|now|today)\b")
-# a year 1000-1599 only where a year preposition precedes it ("in 1544", "about 1541", "since 1066"): a bare
-# number in that range is more often a count (the lookahead first spares the lookbehinds at every other position)
+# a year 1000-1599 only where a year preposition precedes it ("in 1544", "about 1541", "since 1066"): a
+# bare number in that range is more often a count (the lookahead first spares the lookbehinds at every
+# other position)
 _EARLY_CUES = (
     "in",
     "since",
@@ -364,6 +366,33 @@ GATES: dict[re.Pattern[str], tuple[Gate, ...]] = {
     CLOCK_RANGE: (_gf(r"\d(?::[0-5]\d)?\s*(?:[ap]\.?m\.?|o'clock)?\s*(?:-|–|to|until|till|and)\s*\d"),),
     RANGE: (_g(r"\d{4}[\s\S]*\d{4}"), _gf(r"\d\s*(?:–|—|-|to|through|until|till|and)")),
 }
+
+
+# A full stop ends a sentence only when the next word is not lower case or a number and the stop does not
+# close an abbreviation: a month's ("Feb. 28", "in Sept. after"), a title's ("Mr. Smith") or one letter's
+# ("U.S. officials"). "!", "?", ";" and a line break always end one.
+_STOP = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+_ABBREVIATION = re.compile(
+    rf"(?:\b(?-i:{_MONTH_ABBR}|Mr|Mrs|Ms|Dr|St|Sen|Rep|Gov|Gen|Lt|Col|Sgt|Capt|Prof|Jr|Sr|No|Inc|Corp|Co|"
+    r"Ltd|vs|[A-Z])|\.[A-Za-z])\.$"
+)
+
+
+def sentence_ends(text: str, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of spaces ending a sentence in ``text[start:stop]`` (rule above)."""
+    stop = len(text) if stop is None else stop
+    out: list[tuple[int, int]] = []
+    for m in _STOP.finditer(text, start, stop):
+        if text[m.start() - 1] == "." and "\n" not in m[0]:
+            after = text[m.end()] if m.end() < len(text) else ""
+            if (
+                after.islower()
+                or after.isdigit()
+                or _ABBREVIATION.search(text, max(0, m.start() - 6), m.start())
+            ):
+                continue
+        out.append(m.span())
+    return out
 
 
 def month_number(name: str) -> int:

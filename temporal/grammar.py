@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from diachron.schemas.time import Interval, to_utc
-from diachron.temporal._patterns import FOLD
+from diachron.temporal._patterns import FOLD, sentence_ends
 from diachron.temporal.duckling import DucklingMatch, duckling_parse
 from diachron.temporal.resolve import Tense, apply_relation, tense_at
 
@@ -92,7 +92,7 @@ _FORWARD_WORDS = {
 
 @dataclass(frozen=True)
 class GrammarMention:
-    """A reading kept from Duckling: anchor interval, its span, the relation word and the resulting reading."""
+    """A reading kept from Duckling: anchor interval, its span, the relation word and the reading it makes."""
 
     interval: Interval
     span: tuple[int, int]
@@ -120,6 +120,63 @@ def _kept(m: DucklingMatch, text: str) -> bool:
     if _BARE.fullmatch(re.sub(r"^(?:on|in|at|during|for|of|by)\s+", "", body, flags=_I)) and not whole:
         return False
     return True
+
+
+_CALENDAR_WORD = re.compile(
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|"
+    r"mar|apr|jun|jul|aug|sept?|oct|nov|dec|monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|"
+    r"tues?|wed|thu(?:rs?)?|fri|sat|sun|spring|summer|autumn|fall|winter)\.?",
+    _I,
+)
+_WEEKDAY_WORD = re.compile(r"(?:mon|tue|wed|thu|fri|sat|sun)", _I)
+# a word that makes the next one a time: a preposition, a determiner, a modifier, a number
+_TIME_LEAD = re.compile(
+    r"(?:\b(?:in|on|at|during|since|until|till|by|before|after|from|through|thru|of|this|last|next|every|"
+    r"each|early|late|mid|coming|past|previous|the|a|an|that|same|whole|entire|and|or)|\d(?:st|nd|rd|"
+    r"th)?|[-–—/])\s*$",
+    _I,
+)
+# what follows a month or season used as a name or a verb: a pronoun, an auxiliary, a finite verb, "on"/"to"
+_VERB_AFTER = re.compile(
+    r"\s+(?:(?-i:I)|we|you|he|she|it|they|can|could|may|might|must|should|will|would|shall|is|are|was|were|"
+    r"has|have|had|does|did|says|said|told|wrote|asked|added|on|to|into|against|toward|towards|[a-z]+ed)\b"
+)
+_NAME_AFTER = re.compile(r"\s+(?-i:[A-Z][a-z]+)\b")
+_NAME_BEFORE = re.compile(r"(?-i:[A-Z][a-z]+)\s+$")
+
+
+def _ordinary_word(m: DucklingMatch, piece: str) -> bool:
+    """True when Duckling's one-word reading is an ordinary word of the sentence, not a time (rules by the
+    word's form and neighbours, never by the string):
+
+    * a calendar name written in lower case in text that capitalises ("delegates sat", "to march on",
+      "sun"), unless a time word or a number stands next to it ("on sat", "march 3");
+    * a capitalised month or season word that is part of a name or a verb phrase: no time word before
+      it, and a capitalised word ("Summer Brennan", "April Ryan", "Fall Out Boy"), a pronoun, an
+      auxiliary or a finite verb ("Summer said", "May I", "March on the capital") after it;
+    * a capitalised word read as an abbreviation ("Boy" for the beginning of the year): only upper or
+      lower case spells one.
+    """
+    word = m.text.strip(" ,;:")
+    lead = re.match(r"(?:on|in|at|during|for)\s+", word, _I)
+    begin = m.span[0] + (m.text.find(word) if word else 0) + (lead.end() if lead else 0)
+    word = word[lead.end() :] if lead else word
+    if not word or not re.fullmatch(r"[A-Za-z]+\.?", word):
+        return False
+    end = begin + len(word)
+    before, after = piece[max(0, begin - 16) : begin], piece[end : end + 30]
+    if _TIME_LEAD.search(before) or re.match(r"\s*,?\s*\d", after):
+        return False
+    if not _CALENDAR_WORD.fullmatch(word):
+        return word[0].isupper() and word[1:].islower() and not _TRIGGER.fullmatch(word)
+    if word.islower():
+        return re.search(r"[A-Z]", piece) is not None
+    if _WEEKDAY_WORD.match(word):
+        return False
+    next_is_time = re.match(r"\s+(?:Day|Eve|\d)", after) or _CALENDAR_WORD.match(after.strip())
+    if (_NAME_AFTER.match(after) or _NAME_BEFORE.search(before)) and not next_is_time:
+        return True
+    return _VERB_AFTER.match(after) is not None
 
 
 def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | None:
@@ -158,10 +215,8 @@ _YEARLY = re.compile(
 
 
 def _year_context(text: str, start: int) -> int | None:
-    left = text[max(0, start - 100) : start]
-    cut = list(re.finditer(r"[.;!?]\s|\n", left))
-    if cut:
-        left = left[cut[-1].end() :]
+    cut = sentence_ends(text, max(0, start - 100), start)
+    left = text[cut[-1][1] if cut else max(0, start - 100) : start]
     years = _YEAR_WORD.findall(left)
     return int(years[-1]) if years else None
 
@@ -293,7 +348,6 @@ _TRIGGER = re.compile(
 # and the same answer; only "May" is case-sensitive, searched apart in the text itself
 _TRIGGER_FOLDED = re.compile(_TRIGGER.pattern.replace("(?-i:May)", "(?!)"))
 _MAY = re.compile(r"\bMay\b")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 SHORT_TEXT = 300  # characters: a question or a heading goes to Duckling whole
 
 
@@ -330,7 +384,7 @@ def grammar_mentions(
                 if m.latent
             ]
         for m in found:
-            if not _kept(m, piece):
+            if not _kept(m, piece) or _ordinary_word(m, piece):
                 continue
             try:
                 mention = _one(m, text, offset, reference, timezone)
@@ -355,7 +409,7 @@ def _pieces(text: str, covered: list[tuple[int, int]], size: int = 2000) -> list
 
     pieces: list[tuple[int, str]] = []
     start = 0
-    for stop in [m.start() for m in _SENTENCE.finditer(text)] + [len(text)]:
+    for stop in [a for a, _ in sentence_ends(text)] + [len(text)]:
         while stop - start > size:  # a run-on "sentence": cut at a space
             cut = text.rfind(" ", start, start + size)
             cut = start + size if cut <= start else cut

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Literal
 
 from diachron.schemas.time import Granularity, Interval
+from diachron.temporal._patterns import sentence_ends
 
 __all__ = ["Tense", "apply_relation", "relation_before", "tense_at"]
 
@@ -35,19 +36,29 @@ _FUTURE = re.compile(
     r"scheduled|expected|expects?|set\s+to|upcoming|intends?\s+to|aims?\s+to|next)\b|(?<=\w)'ll\b",
     _I,
 )
+# the irregular past forms of English verbs (a closed class), and words that place a clause in the past
 _IRREGULAR = (
     "was|were|had|did|said|told|met|went|came|made|took|gave|held|began|became|left|fell|rose|won|"
     "lost|sold|bought|paid|saw|ran|got|found|thought|brought|wrote|spoke|broke|chose|drove|grew|knew|"
     "sent|spent|stood|built|felt|kept|led|meant|struck|fought|hit|shut|quit|sank|swore|threw|wore|"
+    "ate|awoke|bore|beat|bent|bit|bled|blew|bound|bred|burst|caught|clung|crept|dealt|dug|drew|drank|"
+    "fed|fled|flew|flung|forbade|forgave|forgot|froze|hid|hung|heard|laid|lay|lent|lit|mistook|overcame|"
+    "overtook|overthrew|rang|rode|sang|sat|shook|shone|shot|slept|slid|sought|sped|spun|sprang|stole|"
+    "stuck|stung|strove|swept|swam|swung|taught|tore|undertook|understood|upheld|withdrew|withheld|"
+    "withstood|woke|wound|"
     "ago|earlier|last|yesterday|previously|formerly|once"
 )
+# a perfect ("has risen", "have been", "had shown") places the event before the clause's time
+_PERFECT = r"(?:has|have|had)\s+(?:\w+ly\s+)?(?:been|\w+(?:en|wn|ne|un|ung|ought|aught|ed))"
+# a participle after "be" is passive ("will be released", "is expected"): the auxiliary gives the tense
 _PAST = re.compile(
-    rf"\b(?:{_IRREGULAR}|(?!(?:need|speed|seed|indeed|hundred|red|bed|feed|breed|shed|proceed|"
-    r"exceed|succeed|planned|scheduled|expected|united|limited|related|based|interested|"
-    r"concerned|detailed|advanced|supposed|used)\b)[a-z]{2,}ed)\b",
+    rf"(?<!\bbe\s)(?<!\bbeen\s)(?<!\bbeing\s)\b(?:{_PERFECT}|{_IRREGULAR}|(?!(?:need|speed|seed|indeed|"
+    r"hundred|red|bed|feed|breed|shed|proceed|exceed|succeed|planned|scheduled|expected|united|limited|"
+    r"related|based|interested|concerned|detailed|advanced|supposed|used)\b)[a-z]{2,}ed)\b",
     _I,
 )
-_CLAUSE_END = re.compile(r"[.;!?]\s|\n")
+# the right-hand context stops at a word opening another clause ("hit a record on Monday and is expected")
+_NEXT_CLAUSE = re.compile(r"\b(?:and|but|while|whereas|although|though|because|which|who|whom|whose)\b", _I)
 
 _RELATION = re.compile(
     r"\b(?P<word>sometime\s+before|sometimes\s+before|no\s+later\s+than|prior\s+to|earlier\s+than|later\s+than|"
@@ -64,18 +75,20 @@ _FINE = {Granularity.INSTANT, Granularity.HOUR}
 def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
     """The tense of the clause holding ``text[span[0]:span[1]]``: the cue nearest the expression wins.
 
-    Only the clause (up to ``.``, ``;``, ``!``, ``?`` or a newline, at most ``window`` characters each
-    side) is read, so the cost does not grow with the text.
+    Only the sentence (:func:`diachron.temporal._patterns.sentence_ends`: "Feb. 28" ends none), at most
+    ``window`` characters each side, is read, so the cost does not grow with the text; on the right it
+    stops at a word opening another clause ("and", "but", "which", …). Cues: future auxiliaries and
+    plans; irregular past forms, "-ed" forms and perfects ("has risen"); a participle after "be"
+    ("will be held") is passive and no cue.
     """
     start, end = span
-    left = text[max(0, start - window) : start]
-    cut = list(_CLAUSE_END.finditer(left))
-    if cut:
-        left = left[cut[-1].end() :]
-    right = text[end : end + window]
-    stop = _CLAUSE_END.search(right)
-    if stop:
-        right = right[: stop.start()]
+    cut = sentence_ends(text, max(0, start - window), start)
+    left = text[cut[-1][1] if cut else max(0, start - window) : start]
+    stop = sentence_ends(text, end, min(len(text), end + window))
+    right = text[end : stop[0][0] if stop else end + window]
+    clause = _NEXT_CLAUSE.search(right)
+    if clause:
+        right = right[: clause.start()]
     best: tuple[int, Tense] | None = None
     for pattern, tense in ((_FUTURE, "future"), (_PAST, "past")):
         for m in pattern.finditer(left):

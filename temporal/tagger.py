@@ -323,7 +323,7 @@ def _day_range(m: re.Match[str], ctx: _Ctx) -> Interval | None:
 
 
 def _day_range_shared_year(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """ "from 3 June to 7 June 2024" / "between June 3 and June 7, 2024": one year for both ends, B included."""
+    """ "from 3 June to 7 June 2024" / "between June 3 and June 7, 2024": one year for both ends, B in."""
     year = int(m["year"])
     if m["m2"] is not None:
         last_month, first_month = P.month_number(m["m2"]), P.month_number(m["m1"] or m["m2"])
@@ -505,7 +505,7 @@ def _period(today: datetime, unit: str, shift: int, ctx: _Ctx) -> Interval:
 
 
 def _present_ref(m: re.Match[str], ctx: _Ctx) -> Interval | None:
-    """ "currently", "now": the reference instant itself (TimeML's PRESENT_REF), one second as Duckling's "now"."""
+    """ "currently", "now": the reference instant (TimeML's PRESENT_REF), one second as Duckling's "now"."""
     return (
         None
         if ctx.reference is None
@@ -673,6 +673,15 @@ _GENERIC = {
 }
 
 
+def _tier(pattern: re.Pattern[str], m: re.Match[str]) -> int:
+    """0 for diachron's own kinds, 2 for the generic ones; "four years ago" / "two months ago" are our own:
+    the written unit is the granularity (the calendar year or month), where Duckling counts back to a day
+    or a month. Days and weeks stay Duckling's (the day that many days or weeks back)."""
+    if pattern is P.RELATIVE_AGO and m["unit"].lower() in ("month", "quarter", "year"):
+        return 0
+    return 2 if pattern in _GENERIC else 0
+
+
 # ranks (in _ALL_RULES) of our generic kinds that do not depend on the reference: Duckling reads them alike
 _ABSOLUTE_RANKS = {
     i
@@ -716,7 +725,7 @@ def _candidates(
             if result is None:
                 continue
             found = [(result, m.span())] if isinstance(result, Interval) else result
-            out.append(_Candidate(m.start(), m.end(), found, is_range, rank, 2 if pattern in _GENERIC else 0))
+            out.append(_Candidate(m.start(), m.end(), found, is_range, rank, _tier(pattern, m)))
     return out
 
 
@@ -762,8 +771,8 @@ def _day_first(text: str, config: TaggerConfig) -> bool:
     return separators == {"."}
 
 
-# a month name written in lower case before a year ("dec 1981", "from 1975 to march 1981"): questions are typed
-# that way; followed by a year it is a date, never the verb "may" or "march"
+# a month name written in lower case before a year ("dec 1981", "from 1975 to march 1981"): questions are
+# typed that way; followed by a year it is a date, never the verb "may" or "march"
 _LOWER_MONTH = re.compile(
     r"\b(?-i:january|february|march|april|may|june|july|august|september|october|november|"
     r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b(?=\.?\s+"

@@ -85,11 +85,11 @@ def _t(value: str | None) -> datetime | None:
             [("2026-01-01", "2026-04-01")],
             "How did revenue compare?",
         ),
-        # Duckling's reading of "N years ago": the month N years back (one grain finer than the unit)
+        # "N years ago" names the calendar year N back, the written unit (issue 28: a month is invented precision)
         (
             "What did the company do two years ago?",
             "at",
-            [("2024-04-01", "2024-05-01")],
+            [("2024-01-01", "2025-01-01")],
             "What did the company do?",
         ),
         ("What did we ship last year?", "at", [("2025-01-01", "2026-01-01")], "What did we ship?"),

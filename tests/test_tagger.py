@@ -85,8 +85,11 @@ def test_absolute_expressions(text: str, expected: list[tuple[str, str]]) -> Non
         ("yesterday", [_d("2026-04-16", "2026-04-17")]),
         ("today", [_d("2026-04-17", "2026-04-18")]),
         ("last quarter", [_d("2026-01-01", "2026-04-01")]),
-        # Duckling's reading (its corpus: "a week ago" is the day): N units ago names the period one grain finer
-        ("two years ago", [_d("2024-04-01", "2024-05-01")]),
+        # the written unit is the granularity (issue 28): the calendar year, not Duckling's month
+        ("two years ago", [_d("2024-01-01", "2025-01-01")]),
+        ("sales fell three months ago", [_d("2026-01-01", "2026-02-01")]),
+        # days and weeks stay Duckling's day (its corpus: "a week ago" is the day)
+        ("a week ago", [_d("2026-04-10", "2026-04-11")]),
         ("postponed until Monday", [_d("2026-04-20", "2026-04-21")]),
         ("met on Monday", [_d("2026-04-13", "2026-04-14")]),
         ("next Friday", [_d("2026-04-24", "2026-04-25")]),
@@ -190,8 +193,8 @@ SOTU = [
     ),
     # 1920-Wilson-1, delivered 1920-12-07.
     (
-        "The gross public debt, which reached its highest point on August 31, 1919, when it was $26,596,000,000, "
-        "had dropped on November 30, 1920, to $24,175,000,000.",
+        "The gross public debt, which reached its highest point on August 31, 1919, when it was "
+        "$26,596,000,000, had dropped on November 30, 1920, to $24,175,000,000.",
         "1920-12-07",
         [_d("1919-08-31", "1919-09-01"), _d("1920-11-30", "1920-12-01")],
     ),
@@ -237,7 +240,7 @@ def test_day_range_across_a_month_boundary():
     )
 
 
-# --- issue 12: Duckling's grammar under our rules; document-time resolution (expected values by hand) ---------
+# --- issue 12: Duckling's grammar under our rules; document-time resolution (expected values by hand) ---
 def _one(text: str, reference: str, config: TaggerConfig | None = None):
     [mention] = extract_mentions(text, reference=parse_instant(reference), config=config or TaggerConfig())
     return mention
