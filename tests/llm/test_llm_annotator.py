@@ -227,14 +227,3 @@ class TestOpenAICompatibleServer:
         assert [n.annotator.endswith(PROVENANCE) or n.annotator == PROVENANCE for n in notes] == [True] * 2
         assert any(n.annotator == PROVENANCE for n in notes)
         annotator.backend.close()
-
-    def test_question_decomposition_through_the_server(self, server_url) -> None:
-        from diachron.retrieval.llm_intent import LLMIntentParser
-        from diachron.temporal.llm_backends import OpenAIHTTPBackend
-
-        now = datetime(2024, 5, 10, 12, tzinfo=UTC)
-        backend = OpenAIHTTPBackend(server_url, "smol", timeout_s=120)
-        intent = LLMIntentParser(backend).parse("How did IBM revenue change in 2023?", now=now)
-        backend.close()
-        assert intent.reference_time == now
-        assert all(i.start is None or i.end is None or i.start < i.end for i in intent.intervals)

@@ -27,8 +27,6 @@ from diachron.ingest.annotation.llm import (
 )
 from diachron.ingest.annotation.rules import RuleAnnotator
 from diachron.ingest.errors import ConfigError
-from diachron.retrieval.llm_intent import LLMIntentParser, parse_intent_answer
-from diachron.schemas.intent import Relation
 from diachron.schemas.time import Granularity, Interval
 from diachron.temporal.llm_backends import Completion, OpenAIHTTPBackend
 
@@ -46,7 +44,7 @@ def _answer(*events: dict) -> str:
 def test_package_imports_without_vllm() -> None:
     code = (
         "import sys; sys.modules['vllm'] = None\n"
-        "import diachron.ingest.annotation.llm, diachron.temporal.llm_backends, diachron.retrieval.llm_intent, diachron.ingest.stages\n"
+        "import diachron.ingest.annotation.llm, diachron.temporal.llm_backends, diachron.ingest.stages\n"
         "assert sys.modules['vllm'] is None\nprint('ok')"
     )
     out = subprocess.run(
@@ -315,23 +313,3 @@ def test_http_backend_retries_5xx_and_returns_4xx_as_failed_answer(flaky_server)
     assert (
         seen[0]["response_format"]["json_schema"]["schema"] == STAGE2_SCHEMA and seen[0]["max_tokens"] == 32
     )
-
-
-def test_intent_answer_parses_against_the_clock_and_falls_back() -> None:
-    now = D(2024, 5, 10, 12)
-    intent = parse_intent_answer(
-        '{"core_query": "IBM revenue", "relation": "between", "intervals": '
-        '[{"start": "2023-01-01", "end": "2024-01-01"}], "confidence": 0.7}',
-        now=now,
-    )
-    assert (intent.core_query, intent.relation, intent.intervals, intent.reference_time) == (
-        "IBM revenue",
-        Relation.BETWEEN,
-        (Interval(D(2023, 1, 1), D(2024, 1, 1)),),
-        now,
-    )
-    backend = ScriptedBackend([ok('{"core_query": 1}')], [Completion("{", "length", 400)])
-    intent = LLMIntentParser(backend).parse("IBM revenue in 2023", now=now)
-    assert intent.intervals == (Interval(D(2023, 1, 1), D(2024, 1, 1)),)
-    assert intent.assumptions[-1] == "LLM answer unusable: rule parser used"
-    assert backend.calls == [(1, 200, 0.0), (1, 400, 0.6)]
