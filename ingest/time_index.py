@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from diachron.ingest.classed_layout import write_classed
 from diachron.schemas import time_index as fmt
+from diachron.schemas.time import OPEN_FUTURE, OPEN_PAST
 
 __all__ = ["SEGMENT_ROWS", "ANN_MIN_ROWS", "build_time_index", "publish_time_index"]
 
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 
 SEGMENT_ROWS = 4096
 ANN_MIN_ROWS = 32_768
-OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
 _TIME_COLUMNS = ["chunk_id", "intervals", "time_status", "valid_from", "valid_until", "recorded_at"]
 
 

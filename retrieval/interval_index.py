@@ -33,12 +33,10 @@ from diachron.retrieval.tiers import (
     window_cover,
 )
 from diachron.schemas.overlaps import SortedOverlaps
-from diachron.schemas.time import Interval
+from diachron.schemas.time import OPEN_FUTURE, OPEN_PAST, Interval
 
 __all__ = ["OPEN_FUTURE", "OPEN_PAST", "IntervalIndex", "bounds", "to_micros"]
 
-OPEN_PAST = -(2**61)
-OPEN_FUTURE = 2**61
 SPARSE_HITS = 64  # fewer rows than all rows / SPARSE_HITS: sort those rows instead of a pass over every row
 TIME_COLUMNS = ["intervals", "valid_from", "valid_until", "recorded_at"]
 

@@ -14,7 +14,12 @@ from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
+#: an open side of an interval in the int64-µs (UTC) arrays of the time indexes: ``start = None`` is stored
+#: as ``OPEN_PAST``, ``end = None`` as ``OPEN_FUTURE`` (±2**61 µs ≈ ±73,000 years: beyond every datetime)
+OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
 __all__ = [
+    "OPEN_FUTURE",
+    "OPEN_PAST",
     "Granularity",
     "Interval",
     "add_months",

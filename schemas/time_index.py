@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from diachron.schemas.time import OPEN_FUTURE, OPEN_PAST  # re-exported: defined once, in schemas.time
 
 __all__ = [
     "ANN_FILE",
@@ -90,7 +91,6 @@ CLASSED_END_FILE = "classed_end.npy"
 CLASSED_ROW_FILE = "classed_row.npy"
 CLASSED_CODES_FILE = "classed_int8.npy"
 POINTER = "latest.json"
-OPEN_PAST, OPEN_FUTURE = -(2**61), 2**61
 #: ``width`` of the classed groups that are no finite length class: open to the past (sorted by end), open
 #: to the future (sorted by start), open on both sides
 GROUP_PAST, GROUP_FUTURE, GROUP_ALWAYS = 0, -1, -2

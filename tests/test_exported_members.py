@@ -44,3 +44,25 @@ def test_import_diachron_stays_light():
     code = "import sys, diachron; print(sorted(m for m in ('lancedb', 'torch', 'httpx') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_open_sides_are_defined_once():
+    """``OPEN_PAST`` / ``OPEN_FUTURE`` are assigned in ``schemas/time.py`` only (the index modules import)."""
+    import ast
+    from pathlib import Path
+
+    from diachron.retrieval import interval_index
+    from diachron.schemas import time, time_index
+
+    root = Path(__file__).resolve().parents[1]
+    assigned = []
+    for folder in ("schemas", "temporal", "ingest", "retrieval", "diachron", "bench"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                if names & {"OPEN_PAST", "OPEN_FUTURE"}:
+                    assigned.append(str(path.relative_to(root)))
+    assert assigned == ["schemas/time.py"]
+    assert (time.OPEN_PAST, time.OPEN_FUTURE) == (-(2**61), 2**61)
+    assert time_index.OPEN_PAST is interval_index.OPEN_PAST is time.OPEN_PAST
