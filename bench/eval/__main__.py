@@ -70,32 +70,68 @@ def _answers(methods: object, questions: list, config: object) -> object:
     )
 
 
-def _timeqa(shared: Path, cache: Path, embedder: object, limit: int | None) -> list[str]:
-    """The TimeQA development benchmark: ingest (cached, idempotent), retrieve, score; report lines."""
-    from bench.eval.timeqa import ingest_timeqa, load_questions, render_timeqa, run_timeqa, score_timeqa
+def _timeqa(
+    shared: Path, cache: Path, embedder: object, limit: int | None, settings: list[str], methods: list[str]
+) -> list[str]:
+    """The TimeQA development benchmark in each setting (``pages``, ``passages``): ingest (cached,
+    idempotent), retrieve, score; report lines, the development halves' table first (bench/eval/README.md)."""
+    from bench.eval.timeqa import (
+        ingest_timeqa,
+        load_questions,
+        render_halves,
+        render_timeqa,
+        run_timeqa,
+        score_timeqa,
+    )
+
+    questions = load_questions(shared / "data" / "timeqa_dev" / "questions.jsonl")[:limit]
+    frames, sections = {}, []
+    for setting in settings:
+        t0 = time.perf_counter()
+        db, index, note = ingest_timeqa(shared, cache, setting)
+        log.info("timeqa %s ingest: %s", setting, note)
+        t1 = time.perf_counter()
+        run = run_timeqa(
+            db,
+            index,
+            questions,
+            embedder=embedder,
+            methods=methods,
+            progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None,
+        )
+        frame, (misses, removed) = score_timeqa(run, questions)
+        frames[setting] = frame
+        meta = {
+            "setting": setting,
+            "index": db,
+            "ingest": note,
+            "chunks in the index": len(run["chunks"]),
+            "questions": len(questions),
+            "retrieval wall time": f"{time.perf_counter() - t1:.0f} s",
+            "total wall time": f"{time.perf_counter() - t0:.0f} s",
+        }
+        sections += render_timeqa(frame, misses, removed, meta)
+    head = ["## TimeQA development halves (pages split by hash, bench/eval/README.md)", ""]
+    return head + render_halves(frames) + sections
+
+
+def _methods(spec: str | None) -> list[str]:
+    from bench.eval.timeqa import TIMEQA_METHODS
+
+    return [m.strip() for m in spec.split(",") if m.strip()] if spec else list(TIMEQA_METHODS)
+
+
+def _timeqa_only(
+    shared: Path, cache: Path, out: Path, limit: int | None, settings: list[str], methods: str | None
+) -> None:
+    """``--no-stocks``: the TimeQA settings alone, reported to ``out/report.md``."""
+    from bench.eval.methods import CachingEmbedder
 
     t0 = time.perf_counter()
-    db, index, note = ingest_timeqa(shared, cache)
-    log.info("timeqa ingest: %s", note)
-    questions = load_questions(shared / "data" / "timeqa_dev" / "questions.jsonl")[:limit]
-    t1 = time.perf_counter()
-    run = run_timeqa(
-        db,
-        index,
-        questions,
-        embedder=embedder,
-        progress=lambda m, n: log.info("%s: %d/%d", m, n, len(questions)) if n % 50 == 0 else None,
-    )
-    frame, (misses, removed) = score_timeqa(run, questions)
-    meta = {
-        "index": db,
-        "ingest": note,
-        "chunks in the index": len(run["chunks"]),
-        "questions": len(questions),
-        "retrieval wall time": f"{time.perf_counter() - t1:.0f} s",
-        "total wall time": f"{time.perf_counter() - t0:.0f} s",
-    }
-    return render_timeqa(frame, misses, removed, meta)
+    lines = _timeqa(shared, cache, CachingEmbedder(), limit, settings, _methods(methods))
+    lines.append(f"Total wall time: {time.perf_counter() - t0:.0f} s")
+    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    typer.echo(f"report: {out / 'report.md'}")
 
 
 @app.command()
@@ -118,6 +154,16 @@ def main(
     timeqa: Annotated[
         bool, typer.Option(help="Also run the TimeQA development benchmark (issue 11).")
     ] = True,
+    timeqa_settings: Annotated[
+        str, typer.Option(help="TimeQA settings, comma-separated: pages (one document per page), passages.")
+    ] = "pages,passages",
+    timeqa_methods: Annotated[
+        str | None,
+        typer.Option(help="TimeQA methods, comma-separated (default: all; diachron@field=value,… variants)."),
+    ] = None,
+    stocks: Annotated[
+        bool, typer.Option(help="Run the stock questions and temporal cases (--no-stocks: TimeQA only).")
+    ] = True,
     timeqa_cache: Annotated[Path, typer.Option(help="Cache of the ingested TimeQA index.")] = _REPO
     / "bench"
     / ".cache"
@@ -136,6 +182,12 @@ def main(
     if split not in ("dev", "test", "both"):
         raise typer.BadParameter("--split must be dev, test or both")
     out.mkdir(parents=True, exist_ok=True)
+    settings = [x.strip() for x in timeqa_settings.split(",") if x.strip()]
+    if not set(settings) <= {"pages", "passages"}:
+        raise typer.BadParameter("--timeqa-settings takes pages and/or passages")
+    if not stocks:
+        _timeqa_only(shared, timeqa_cache, out, limit, settings, timeqa_methods)
+        return
     t0 = time.perf_counter()
     ingest_note = "skipped (--reuse-db)" if reuse_db else _ingest(db, shared, sotu=sotu, tzdb=tzdb)
     log.info("ingest: %s", ingest_note)
@@ -180,7 +232,11 @@ def main(
     cases = run_cases(
         shared / "cases" / "temporal_cases.jsonl", embedder=methods.embedder, workdir=out / "cases_db"
     )
-    extra = _timeqa(shared, timeqa_cache, methods.embedder, limit) if timeqa else []
+    extra = (
+        _timeqa(shared, timeqa_cache, methods.embedder, limit, settings, _methods(timeqa_methods))
+        if timeqa
+        else []
+    )
     meta["total wall time"] = f"{time.perf_counter() - t0:.0f} s"
     report = render(meta=meta, summary=table, by_type=by_type, cases=cases, answers=answers, plots=plots)
     (out / "report.md").write_text(report + "\n".join(extra), encoding="utf-8")

@@ -24,7 +24,16 @@ from typing import Any
 
 from diachron.schemas.time import Interval, parse_instant
 
-__all__ = ["PageIndex", "TimeQAQuestion", "build_pages", "load_questions", "passage_ranking"]
+__all__ = [
+    "SETTINGS",
+    "PageIndex",
+    "TimeQAQuestion",
+    "build_pages",
+    "build_passages",
+    "half_of",
+    "load_questions",
+    "passage_ranking",
+]
 
 _YEAR = re.compile(r"^(-?)(\d{1,4})(-.*)$")
 
@@ -121,6 +130,33 @@ def build_pages(corpus: Path, out: Path) -> PageIndex:
     return PageIndex(texts, where)
 
 
+def build_passages(corpus: Path, out: Path) -> PageIndex:
+    """Write one JSONL document per *passage* to ``out`` (the passages-as-documents setting: no page, no
+    section heading, ``published_at`` null — how pre-chunked data from another vector store arrives) and
+    return the passage offsets (each document is its one passage)."""
+    texts, where, rows = {}, {}, []
+    for line in Path(corpus).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            p = json.loads(line)
+            texts[p["doc_id"]], where[p["doc_id"]] = p["text"], [(0, len(p["text"]), p["doc_id"])]
+            rows.append({"doc_id": p["doc_id"], "title": p["title"], "text": p["text"], "published_at": None})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return PageIndex(texts, where)
+
+
+#: setting name -> the document builder (``pages``: one document per page; ``passages``: one per passage).
+SETTINGS: dict[str, Callable[[Path, Path], PageIndex]] = {"pages": build_pages, "passages": build_passages}
+
+
+def half_of(page: str) -> str:
+    """The fixed development half (``"A"`` or ``"B"``) of a TimeQA page: the low bit of the first byte of
+    the SHA-256 of the page id (deterministic, independent of file order and of the questions)."""
+    import hashlib
+
+    return "AB"[hashlib.sha256(page.encode("utf-8")).digest()[0] & 1]
+
+
 def chunk_passage_map(index: PageIndex, chunks: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     """``{chunk_id: [passage ids]}`` for chunk rows ``{chunk_id, doc_id, seq, text}``."""
     by_doc: dict[str, list[dict[str, Any]]] = {}
@@ -185,18 +221,20 @@ def _from_chunks(
     return out[:k], times[:k]
 
 
-def ingest_timeqa(shared: Path, cache: Path) -> tuple[str, PageIndex, str]:
-    """Build the page documents and ingest them into ``cache/db`` (idempotent): ``(db uri, index, note)``."""
+def ingest_timeqa(shared: Path, cache: Path, setting: str = "pages") -> tuple[str, PageIndex, str]:
+    """Build the documents of ``setting`` (:data:`SETTINGS`) and ingest them (idempotent): ``(db uri, index,
+    note)``. ``pages`` lives in ``cache/db`` (as before), ``passages`` in ``cache/passages/db``."""
     from diachron.ingest.pipeline import IngestConfig, run_ingest
 
-    index = build_pages(shared / "data" / "timeqa_dev" / "corpus.jsonl", cache / "pages.jsonl")
-    db = str(cache / "db")
-    s = run_ingest([str(cache / "pages.jsonl")], IngestConfig(db_uri=db, num_cpus=2))
+    folder = cache if setting == "pages" else cache / setting
+    index = SETTINGS[setting](shared / "data" / "timeqa_dev" / "corpus.jsonl", folder / f"{setting}.jsonl")
+    db = str(folder / "db")
+    s = run_ingest([str(folder / f"{setting}.jsonl")], IngestConfig(db_uri=db, num_cpus=2))
     return (
         db,
         index,
         (
-            f"{len(index.texts)} pages: {s.documents_written} written, {s.chunks_written} chunks "
+            f"{len(index.texts)} {setting}: {s.documents_written} written, {s.chunks_written} chunks "
             f"written, {s.seconds:.0f} s"
         ),
     )
@@ -214,7 +252,9 @@ def run_timeqa(
 ) -> dict[str, Any]:
     """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks", "passages_of"}``.
 
-    A method named ``diachron@W`` is diachron with ``temporal_weight=W`` (the weight ablation).
+    A method named ``diachron@W`` is diachron with ``temporal_weight=W`` (the weight ablation);
+    ``diachron@field=value,…`` is diachron with those :class:`~diachron.retrieval.weights.RankingWeights`
+    fields (``diachron@demotion=inf``: every demoted chunk after every admitted one).
     """
     from diachron.retrieval.baselines import BM25Searcher
     from diachron.retrieval.client import Client
@@ -224,9 +264,7 @@ def run_timeqa(
     paper = Client(db, embedder=embedder, temporal_weight=0.0)
     nodoc = Client(db, embedder=embedder, temporal_weight=temporal_weight, context_weight=0.0)
     nolex = Client(db, embedder=embedder, temporal_weight=temporal_weight, lexical_weight=0.0)
-    weighted = {
-        m: Client(db, embedder=embedder, temporal_weight=float(m.split("@")[1])) for m in methods if "@" in m
-    }
+    weighted = {m: Client(db, embedder=embedder, weights=variant_weights(m)) for m in methods if "@" in m}
     chunks = (
         client.chunks.to_lance()
         .to_table(columns=["chunk_id", "doc_id", "seq", "text", "intervals", "time_status"])
@@ -261,6 +299,19 @@ def run_timeqa(
         if progress:
             progress("timeqa", n + 1)
     return {"retrieved": out, "chunks": chunks, "passages_of": passages_of}
+
+
+def variant_weights(method: str) -> Any:
+    """The :class:`~diachron.retrieval.weights.RankingWeights` of a method ``diachron@W`` (temporal weight W)
+    or ``diachron@field=value,…`` (e.g. ``diachron@demotion=0.05,temporal=0.2``; ``inf`` allowed)."""
+    from diachron.retrieval.weights import DEFAULT_WEIGHTS
+
+    spec = method.split("@", 1)[1]
+    if "=" not in spec:
+        return DEFAULT_WEIGHTS.override(temporal=float(spec))
+    values = dict(part.split("=", 1) for part in spec.split(","))
+    ints = {"rerank_factor", "rerank_min", "coverage_factor", "coverage_min", "current_factor", "current_min"}
+    return DEFAULT_WEIGHTS.override(**{k: int(v) if k in ints else float(v) for k, v in values.items()})
 
 
 def _gold_chunks(passages_of: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -324,6 +375,7 @@ def score_timeqa(run: dict[str, Any], questions: Sequence[TimeQAQuestion]) -> tu
                     {
                         "method": method,
                         "qid": q.qid,
+                        "half": half_of(q.page),
                         "kind": q.window_kind,
                         "k": k,
                         "recall": found / min(k, len(q.gold)),
@@ -363,7 +415,7 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
     out += [f"- {k}: {v}" for k, v in meta.items()]
     present = list(dict.fromkeys(frame["method"]))
     out += ["", "Methods:", ""] + [f"- `{m}`: {d}" for m, d in TIMEQA_METHODS.items() if m in present]
-    out += [f"- `{m}`: diachron with temporal_weight={m.split('@')[1]}" for m in present if "@" in m]
+    out += [f"- `{m}`: diachron with RankingWeights({variant_weights(m)})" for m in present if "@" in m]
     out += ["", "| method | R@5 | R@10 | R@20 | hit@10 | in-window P@10 |", "|---|---|---|---|---|---|"]
     for m in present:
         out.append(
@@ -399,4 +451,30 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
             for m in present
         ]
         out.append(f"| {kind} | {int(counts[kind])} | {rem[kind]:.1%} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def render_halves(frames: dict[str, Any]) -> list[str]:
+    """The generalization table (markdown lines): per setting (``{setting: per-question frame}``), method
+    and development half, R@5 / R@10 / R@20 and in-window P@10, with B − A on recall@10."""
+
+    def f(v: float) -> str:
+        return "–" if v != v else f"{v:.3f}"
+
+    out = [
+        "| setting | method | half | n | R@5 | R@10 | R@20 | in-window P@10 | R@10 B − A |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for setting, frame in frames.items():
+        means = frame.groupby(["method", "half", "k"], sort=False)[["recall", "precision"]].mean()
+        sizes = frame[frame["k"] == 10].groupby(["method", "half"]).size()
+        for m in dict.fromkeys(frame["method"]):
+            gap = means.loc[(m, "B", 10), "recall"] - means.loc[(m, "A", 10), "recall"]
+            for half in ("A", "B"):
+                cells = [f(means.loc[(m, half, k), "recall"]) for k in KS]
+                out.append(
+                    f"| {setting} | {m} | {half} | {int(sizes[(m, half)])} | "
+                    + " | ".join(cells)
+                    + f" | {f(means.loc[(m, half, 10), 'precision'])} | {f(gap) if half == 'B' else ''} |"
+                )
     return out + [""]
