@@ -325,17 +325,23 @@ def _gold_chunks(passages_of: dict[str, list[str]]) -> dict[str, list[str]]:
 def removed_by_filter(
     q: TimeQAQuestion, chunk_rows: dict[str, dict[str, Any]], chunks_of: dict[str, list[str]]
 ) -> bool:
-    """True when every chunk holding a gold passage has known time and none of its spans overlaps the window."""
+    """True when the (non-strict) filter rejects every chunk holding a gold passage: each has strong time
+    (a stated event or state span, or a publication day: :data:`diachron.retrieval.filters.STRONG_KINDS`)
+    and none of its spans overlaps the window. Weak-only chunks are demoted, not removed."""
+    from diachron.retrieval.filters import STRONG_KINDS
     from diachron.schemas.records import intervals_from_arrow
 
     if q.window is None:
         return False
     for pid in q.gold:
         for cid in chunks_of.get(pid, []):
-            row = chunk_rows[cid]
-            if row["time_status"] != "known" or any(
-                i.overlaps(q.window) for i in intervals_from_arrow(row["intervals"])
-            ):
+            raw = chunk_rows[cid]["intervals"] or []
+            strong = any(
+                (iv.get("provenance") is None and (iv.get("kind") or "event") in STRONG_KINDS)
+                or iv.get("provenance") == "published"
+                for iv in raw
+            )
+            if not strong or any(i.overlaps(q.window) for i in intervals_from_arrow(raw)):
                 return False
     return True
 
@@ -426,8 +432,8 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
     share = removed["removed"].mean()
     out += [
         "",
-        f"Gold removed by the time filter (every chunk holding a gold passage has known time outside "
-        f"the window): {int(removed['removed'].sum())} of {len(removed)} questions ({share:.1%}).",
+        f"Gold removed by the time filter (every chunk holding a gold passage has strong time outside "
+        f"the window; weak-only chunks are demoted, not removed): {int(removed['removed'].sum())} of {len(removed)} questions ({share:.1%}).",
         "",
     ]
     causes = misses["cause"].value_counts() if len(misses) else {}
