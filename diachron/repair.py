@@ -152,7 +152,8 @@ def repair(db: str) -> list[Repaired]:
         good = next((v for v in reversed(older) if _check(uri, v)[1] is None), None)
         if good is None:
             raise RepairError(
-                f"table {damage.table!r} of {db} has no readable version ({damage.detail}): restore it from a backup"
+                f"table {damage.table!r} of {db} has no readable version ({damage.detail}): "
+                "restore it from a backup"
             )
         dataset = lance.dataset(uri, version=good)
         dataset.restore()
