@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -570,8 +572,27 @@ def ask(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result as JSON (schema_version 1.x).")
     ] = False,
+    answer: Annotated[
+        bool,
+        typer.Option(
+            "--answer",
+            help="Also write a cited answer scoped to the question's time (JSON: an answer object).",
+        ),
+    ] = False,
+    llm_url: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-url",
+            help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8001/v1) that writes the answer; "
+            "its reply is checked, else the deterministic answer is given with the reason. Implies --answer.",
+        ),
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option("--llm-model", help="Model name served at --llm-url (default: its first).")
+    ] = None,
 ) -> None:
-    """Answer QUESTION with chronologically ordered, cited evidence from the index."""
+    """Answer QUESTION with chronologically ordered, cited evidence from the index (--answer: and a cited
+    answer that keeps the question's time)."""
     from diachron.retrieval.errors import RetrievalError
 
     try:
@@ -585,19 +606,108 @@ def ask(
             f"a service reads questions in its own zone and fiscal calendar: start it with "
             f"`diachron serve --timezone … --fiscal-calendar …` instead of passing them to `ask --db {db}`"
         )
-    client = _open_client(db, config)
+    with _readable(db):
+        client = _open_client(db, config)
+        try:
+            result = client.search(text, k=k, now=clock, as_of=known)
+        except OverflowError:
+            raise _fail(
+                f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999"
+            ) from None
+        except RetrievalError as exc:
+            raise _fail(str(exc)) from None
+    reply = _answer(result, llm_url, llm_model) if answer or llm_url else None
+    if as_json:
+        payload = result.to_dict()
+        if reply is not None:
+            payload["answer"] = reply.to_dict()
+        out.print_json(json.dumps(payload))
+        return
+    if reply is not None:
+        print_answer(reply)
+    print_cards(result, question=question, extent=_extent(client) if not result.evidence else None)
+
+
+def _answer(result: SearchResult, llm_url: str | None, llm_model: str | None) -> Any:
+    """The :class:`~diachron.retrieval.answer.Answer` to ``result`` (through ``llm_url`` when given)."""
+    from diachron.retrieval.answer import LLMConfig, answer
+
+    return answer(result, llm=LLMConfig(llm_url, llm_model) if llm_url else None)
+
+
+def print_answer(reply: Any) -> None:
+    """The answer as a panel above the cards: its scope, its text with [n] citations, and why an LLM
+    reply was not used (when it was not)."""
+    source = "LLM, checked" if reply.source == "llm" else "from the evidence, no model"
+    title = f"Answer — {escape(reply.scope)} ({source})"
+    body = escape(reply.text)
+    if reply.reason:
+        body += f"\n[dim]{escape(reply.reason)}[/]"
+    out.print(Panel(body, title=title, title_align="left"))
+
+
+@contextmanager
+def _readable(db: str) -> Iterator[None]:
+    """Reads of ``db`` inside: a failure caused by a damaged table ends in one line naming the table, the
+    damage and what to do (exit 1); any other failure propagates unchanged."""
     try:
-        result = client.search(text, k=k, now=clock, as_of=known)
-    except OverflowError:
-        raise _fail(
-            f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999"
-        ) from None
-    except RetrievalError as exc:
+        yield
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception:
+        line = _damage(db)
+        if line is None:
+            raise
+        raise _fail(line) from None
+
+
+def _damage(db: str) -> str | None:
+    """One line describing ``db``'s damaged tables (:mod:`diachron.repair`), ``None`` if none is found."""
+    if db.startswith(("http://", "https://")):
+        return None
+    from diachron.repair import damage_line
+
+    try:
+        return damage_line(db)
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
+        return None
+
+
+@app.command()
+def repair(
+    db: Annotated[str, typer.Argument(help="The LanceDB directory (or URI) to repair.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was rolled back as JSON.")] = False,
+) -> None:
+    """Roll each damaged table of DB (a data file missing or cut short) back to its last readable
+    version with Lance's versions; tables that are whole are not touched."""
+    from diachron.repair import RepairError
+    from diachron.repair import repair as roll_back
+
+    try:
+        done = roll_back(db)
+    except (FileNotFoundError, RepairError) as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        out.print_json(json.dumps(result.to_dict()))
-    else:
-        print_cards(result, question=question, extent=_extent(client) if not result.evidence else None)
+        rows = [
+            {
+                "table": r.table,
+                "damaged_version": r.damaged_version,
+                "restored_from": r.restored_from,
+                "new_version": r.new_version,
+                "rows": r.rows,
+            }
+            for r in done
+        ]
+        out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, "repaired": rows}))
+        return
+    for r in done:
+        console.print(
+            f"{r.table}: rolled back from version {r.damaged_version} to version {r.restored_from} "
+            f"(now version {r.new_version}, {r.rows} rows)",
+            markup=False,
+        )
+    if not done:
+        console.print(f"{db}: no damaged table found; nothing changed", markup=False)
 
 
 @app.command()

@@ -205,6 +205,34 @@ class Client:
             _t0=t0,
         )
 
+    def answer(
+        self,
+        question: str,
+        *,
+        k: int = 10,
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        llm: Any = None,
+    ) -> Any:
+        """A cited answer to ``question`` that keeps the temporal contract (:mod:`diachron.retrieval.answer`).
+
+        Args:
+            question / k / now / as_of: as for :meth:`search` (whose result is ``answer.result``).
+            llm: an :class:`~diachron.retrieval.answer.LLMConfig` (an OpenAI-compatible endpoint) or ``None``
+                for the deterministic answer.
+
+        Returns:
+            :class:`~diachron.retrieval.answer.Answer` (``text``, ``citations``, ``scope``, ``checked``,
+            ``reason``, ``source``, ``needs_clarification``, ``result``).
+
+        Raises:
+            ConfigError: ``now`` or ``as_of`` is no datetime. An LLM endpoint's failure is not raised: the
+                deterministic answer comes back with ``reason``.
+        """
+        from diachron.retrieval.answer import answer
+
+        return answer(self.search(question, k=k, now=now, as_of=as_of), llm=llm)
+
     def anchored(
         self, question: str, intent: TemporalIntent, *, as_of: datetime | None = None
     ) -> TemporalIntent:

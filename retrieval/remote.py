@@ -96,6 +96,25 @@ class RemoteClient:
         body = {"question": question, "k": k, "now": _iso(now, "now"), "as_of": _iso(as_of, "as_of")}
         return SearchResult.from_dict(self._call("POST", "/search", json=body))
 
+    def answer(
+        self,
+        question: str,
+        *,
+        k: int = 10,
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        llm: Any = None,
+    ) -> Any:
+        """Like :meth:`diachron.retrieval.client.Client.answer`: the service's search, answered here
+        (deterministically, or through ``llm``, an :class:`~diachron.retrieval.answer.LLMConfig`).
+
+        Raises:
+            ConfigError / ServiceError: as :meth:`search`.
+        """
+        from diachron.retrieval.answer import answer
+
+        return answer(self.search(question, k=k, now=now, as_of=as_of), llm=llm)
+
 
 def _iso(value: datetime | None, name: str) -> str | None:
     clock = clock_argument(value, name)
