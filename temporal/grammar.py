@@ -295,7 +295,8 @@ def _one(
         body = body[prep.end() :]
     span = (offset + start, offset + end)
     forward = relation in _FORWARD_WORDS
-    interval = _redirect(m, body, text, span, reference, timezone, "future" if forward else None)
+    direction: Tense | None = "future" if forward else "past" if relation == "since" else None
+    interval = _redirect(m, body, text, span, reference, timezone, direction)  # "since X": X is behind
     interval = _exclusive_clock_end(m) if interval == m.interval else interval
     if interval.is_open and relation is None:  # "ASAP", "before 11 am" with the word unsplittable
         relation = "since" if interval.start is not None else "before"

@@ -804,6 +804,25 @@ def _out_of_table(text: str, cand: _Candidate, reference: datetime | None) -> bo
     return start is not None and abs((start - reference).days) >= 730
 
 
+# a bare number that is the object of a verb of paying ("paid 2000", "Pay ABC 2000", "costs 1,999") is an
+# amount, not a year: one word (the payee) may stand between; a preposition ("paid in 2000") makes a year
+_PAID = re.compile(
+    r"\b(?:pay|pays|paid|paying|owe|owes|owed|cost|costs|charge|charges|charged|spend|spends|spent|earn|"
+    r"earns|earned|bid|bids|price|priced|sell|sells|sold)\s+(?:(?!in\b|on\b|at\b|by\b|for\b|since\b|from\b|"
+    r"until\b|of\b|the\b)\w+\s+)?$",
+    re.I,
+)
+
+
+def _amount(text: str, cand: _Candidate) -> bool:
+    """A year candidate that is a paid amount (:data:`_PAID`)."""
+    return (
+        cand.tier == 2
+        and text[cand.start : cand.end].isdigit()
+        and _PAID.search(text, max(0, cand.start - 40), cand.start) is not None
+    )
+
+
 def names_the_present(mention: TimeMention) -> bool:
     """True for a mention that is the reference instant itself ("now", "currently", "at present")."""
     return P.PRESENT_REF.fullmatch(mention.text) is not None
@@ -843,6 +862,7 @@ def extract_mentions(
             or _out_of_table(text, c, ref)
         )
     ]
+    ours = [c for c in ours if not _amount(scan, c)]
     for cand in _select(ours + grammar):
         for interval, (s, e) in cand.found:
             relation, reading = cand.relation, cand.reading
