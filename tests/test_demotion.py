@@ -150,3 +150,9 @@ def test_ranking_weights_validate_and_override() -> None:
     for bad in ({"temporal": -0.1}, {"context": float("nan")}, {"rerank_min": 0}, {"lexical": "x"}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             RankingWeights(**bad)  # type: ignore[arg-type]
+
+
+def test_the_demoted_tier_still_obeys_as_of(table) -> None:
+    searcher = Searcher(table, weights=RankingWeights(context=0.0, lexical=0.0, demotion=math.inf))
+    before = datetime(2025, 1, 1, tzinfo=UTC)  # every row was recorded in 2026
+    assert searcher.search(QUERY, TimeFilter(event=WINDOW, admit_unknown=True, as_of=before), k=10) == []
