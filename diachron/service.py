@@ -1,19 +1,24 @@
-"""``diachron serve``: one warm :class:`~diachron.retrieval.client.Client` per index behind an HTTP API, plus the page.
+"""``diachron serve``: one warm :class:`~diachron.retrieval.client.Client` per index behind an HTTP API,
+plus the page.
 
 Endpoints (JSON; timestamps ISO-8601 UTC with ``Z``, intervals half-open ``[start, end)``):
 
-* ``GET /search?question=…&k=10&now=…&as_of=…`` and ``POST /search`` (body ``{question, k, now, as_of,
-  window?}``) → the ``--json`` schema (same ``schema_version``). ``window`` = ``{start, end, relation,
-  granularity}`` replaces the intervals read from the question (the page's "edit" of "Reading this as").
+* ``GET /search?question=…&k=10&now=…&as_of=…&answer=false`` and ``POST /search`` (body ``{question, k,
+  now, as_of, window?, answer?}``) → the ``--json`` schema (same ``schema_version``). ``window`` = ``{start,
+  end, relation, granularity}`` replaces the intervals read from the question (the page's "edit" of
+  "Reading this as"). ``answer: true`` adds the ``answer`` object of ``ask --answer --json``
+  (:mod:`diachron.retrieval.answer`; through ``ServiceConfig.llm`` when set).
 * ``GET/POST /intent`` → ``{schema_version, intent}``: the parse only, no index touched.
-* ``GET /health`` → ``{status, db, schema_version, rows, table_version}``.
+* ``GET /health`` → ``{status, db, schema_version, rows, table_version}``; a damaged table (a data file
+  missing or cut short, :mod:`diachron.repair`) answers 503 ``{status: "damaged", detail, db, …}`` with the
+  one line that names the table and says what to do; searches answer 503 with the same line.
 * ``GET /`` the page (``diachron/web/``); ``/docs`` and ``/openapi.json`` the OpenAPI description.
 
 Bad input answers 400 (empty question, a clock that is not ISO-8601 or out of range, an inverted window)
 or 422 (a wrong type, ``k`` outside 1–100) with a one-line ``detail``; never a traceback. Searches run one
 at a time on a worker thread with at most ``max_pending`` admitted (more → 503) and ``timeout_s`` per search
-once it runs (→ 504; the wait in line is bounded by ``max_pending``, not timed). The index is opened read-only; a new table version
-(a later ingest) is picked up by the next request, without a restart.
+once it runs (→ 504; the wait in line is bounded by ``max_pending``, not timed). The index is opened
+read-only; a new table version (a later ingest) is picked up by the next request, without a restart.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from pydantic import BaseModel, Field
 
 from diachron.ingest.embedding import Embedder
 from diachron.query import MAX_K, QueryInputError, check_question, parse_clock
+from diachron.retrieval.answer import answer
 from diachron.retrieval.client import Client
+from diachron.retrieval.errors import RetrievalError
 from diachron.retrieval.intent import IntentConfig, parse_intent
 from diachron.schemas.evidence import SCHEMA_VERSION
 from diachron.schemas.intent import Relation, TemporalIntent
@@ -56,12 +63,14 @@ class ServiceConfig:
         max_pending: searches admitted at once (running + waiting); more get 503.
         timeout_s: seconds one search may run (time waiting in line is not counted); longer gets 504.
         intent: time zone and fiscal calendar for reading questions.
+        llm: an :class:`~diachron.retrieval.answer.LLMConfig` that writes answers (``None``: deterministic).
     """
 
     db: str | None
     max_pending: int = 64
     timeout_s: float = 30.0
     intent: IntentConfig = IntentConfig()
+    llm: Any = None
 
 
 class Window(BaseModel):
@@ -79,6 +88,7 @@ class SearchRequest(BaseModel):
     now: str | None = Field(None, description="Reference time, ISO-8601 (default: the current time, UTC).")
     as_of: str | None = Field(None, description="Transaction-time bound, ISO-8601: what was known then.")
     window: Window | None = Field(None, description="Replace the time read from the question.")
+    answer: bool = Field(False, description="Also write a cited answer (the answer object).")
 
 
 class IntentRequest(BaseModel):
@@ -133,6 +143,10 @@ class _Index:
         }
 
 
+class _Damaged(Exception):
+    """A search failed on a damaged table: the one line that says so (the service answers 503)."""
+
+
 def _names(db: Any) -> set[str]:
     names = db.list_tables()
     return set(getattr(names, "tables", names))
@@ -163,13 +177,41 @@ def _windowed(intent: TemporalIntent, window: Window) -> TemporalIntent:
     )
 
 
+def _damage(db: str | None) -> str | None:
+    """The one line naming ``db``'s damaged tables (:func:`diachron.repair.damage_line`), else ``None``."""
+    if not db:
+        return None
+    from diachron.repair import damage_line
+
+    try:
+        return damage_line(db)
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
+        return None
+
+
+def _open_index(db: str | None) -> _Index | None:
+    """The warm index of ``db``; ``None`` when there is none, or when a damaged table keeps it from opening
+    (``/health`` and ``/search`` then say so, and the next request tries again)."""
+    if not db:
+        return None
+    try:
+        return _Index(db)
+    except RetrievalError:
+        raise
+    except Exception:
+        if _damage(db) is None:
+            raise
+        log.error("%s", _damage(db))
+        return None
+
+
 def create_app(config: ServiceConfig) -> FastAPI:
     """The ASGI app for ``config`` (the index is opened, and the embedder loaded, here).
 
     Raises:
         StoreNotFoundError / EmbedderMismatchError: ``config.db`` is no usable index.
     """
-    index = _Index(config.db) if config.db else None
+    index = _open_index(config.db)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diachron-search")
     admitted = asyncio.Semaphore(config.max_pending)
     running = asyncio.Lock()  # one search at a time: the embedder already uses the cores it is given
@@ -201,23 +243,37 @@ def create_app(config: ServiceConfig) -> FastAPI:
             raise QueryInputError(f"now={now}: the question's time runs past the year 9999") from None
 
     def run_search(request: SearchRequest) -> dict[str, Any]:
-        assert index is not None
+        nonlocal index
+        index = index or _open_index(config.db)
+        if index is None:
+            raise _Damaged(_damage(config.db) or "the index cannot be opened")
         intent = parse(request.question, request.now)
         as_of = parse_clock(request.as_of, "as_of")
         client = index.current()
         try:
-            # an edited window replaces the question's time; else an event anchor is resolved as Client.search does
+            # an edited window replaces the question's time; else an event anchor is resolved as in
+            # Client.search
             intent = (
                 _windowed(intent, request.window)
                 if request.window is not None
                 else client.anchored(request.question, intent, as_of=as_of)
             )
-            return client.search_intent(intent, k=request.k, as_of=as_of).to_dict()
+            result = client.search_intent(intent, k=request.k, as_of=as_of)
         except OverflowError:
             raise QueryInputError("the question's time lies outside the years 1–9999") from None
+        except (QueryInputError, RetrievalError):
+            raise
+        except Exception:
+            if (line := _damage(config.db)) is None:
+                raise
+            raise _Damaged(line) from None
+        payload = result.to_dict()
+        if request.answer:
+            payload["answer"] = answer(result, llm=config.llm).to_dict()
+        return payload
 
     async def search(request: SearchRequest) -> JSONResponse:
-        if index is None:
+        if not config.db:
             return _error(503, "no index: start the service with `diachron serve --db URI`")
         check_question(request.question)
         if admitted.locked():
@@ -230,6 +286,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
                 )
             except TimeoutError:
                 return _error(504, f"the search took longer than {config.timeout_s:g} s")
+            except _Damaged as exc:
+                return _error(503, str(exc))
         return JSONResponse(payload)
 
     @app.post("/search", summary="Search (the --json schema)")
@@ -242,8 +300,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
         k: int = Query(10, ge=1, le=MAX_K, description="Top-k."),
         now: str | None = Query(None, description="Reference time, ISO-8601."),
         as_of: str | None = Query(None, description="Transaction-time bound, ISO-8601."),
+        answer: bool = Query(False, description="Also write a cited answer (the answer object)."),
     ) -> JSONResponse:
-        return await search(SearchRequest(question=question, k=k, now=now, as_of=as_of))
+        return await search(SearchRequest(question=question, k=k, now=now, as_of=as_of, answer=answer))
 
     @app.post("/intent", summary="Read a question's time (no index)")
     async def intent_post(request: IntentRequest) -> dict[str, Any]:
@@ -254,7 +313,11 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return {"schema_version": SCHEMA_VERSION, "intent": parse(question, now).to_dict()}
 
     @app.get("/health", summary="Liveness and the index served")
-    async def health() -> dict[str, Any]:
+    async def health() -> Any:
+        line = await asyncio.to_thread(_damage, config.db)  # one stat per data file: no data read
+        if line is not None:
+            body = {"status": "damaged", "detail": line, "db": config.db, "schema_version": SCHEMA_VERSION}
+            return JSONResponse(body, status_code=503)
         extra = index.health() if index is not None else {"rows": 0, "table_version": None}
         return {
             "status": "ok" if index is not None else "no index",

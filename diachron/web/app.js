@@ -70,6 +70,7 @@ function timeUnknown(e) {
 }
 
 async function run(body) {
+  body = { ...body, answer: true };  // the answer panel: the service writes the cited answer beside the cards
   last = body;
   $("status").textContent = "Searching…";
   $("go").disabled = true;
@@ -98,6 +99,7 @@ function render(r) {
   $("status").textContent = n ? `${n} pieces of evidence from ${t.candidates_after_filter} candidates in the window ` +
     `(${Math.round((t.seconds.total || 0) * 1000)} ms).` : "";
   renderReading(intent);
+  renderAnswer(r.answer);
   renderSignals(r.signals, intent, n);
   renderTimeline(r);
   renderThenNow(r.evidence);
@@ -110,7 +112,7 @@ function render(r) {
 async function fetchNow(r) {
   const series = new Set(r.evidence.filter((e) => e.superseded_by).map((e) => e.series_id));
   const response = await fetch("/search", { method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ ...last, window: { relation: "current" } }) });
+    body: JSON.stringify({ ...last, answer: false, window: { relation: "current" } }) });
   if (!response.ok) return;
   const current = (await response.json()).evidence.filter((e) => series.has(e.series_id) && !e.superseded_by);
   renderThenNow([...r.evidence, ...current]);
@@ -171,19 +173,116 @@ function chooseVersion(candidate) {
   run({ ...last, window: { start: start.toISOString(), end: end.toISOString(), relation: "at", granularity: "day" } });
 }
 
+// ---- answer -------------------------------------------------------------------------------------------------
+// The answer's text: paragraphs split on blank lines; each [n] becomes a link to card n. Built with DOM nodes
+// and textContent only, so nothing in it is ever read as HTML.
+function renderAnswer(a) {
+  const box = $("answer-box");
+  if (!a) { box.hidden = true; return; }
+  $("answer-scope").textContent = a.scope;
+  $("answer-source").textContent = a.source === "llm" ? "written by the LLM, checked against the evidence"
+    : "written from the evidence, no model";
+  const paragraphs = a.text.split(/\n\s*\n/).map((p) => el("p", {}, ...withCitations(p)));
+  $("answer-text").replaceChildren(...paragraphs);
+  $("answer-reason").textContent = a.reason ? `Why not the LLM's answer: ${a.reason}` : "";
+  $("answer-reason").hidden = !a.reason;
+  box.classList.toggle("clarify", Boolean(a.needs_clarification));
+  box.hidden = false;
+}
+
+function withCitations(text) {
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(/\[(\d+)\]/g)) {
+    if (m.index > at) out.push(text.slice(at, m.index));
+    out.push(el("a", { class: "cite", href: `#card-${m[1]}`, text: `[${m[1]}]` }));
+    at = m.index + m[0].length;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
+}
+
+// ---- markdown, safely -----------------------------------------------------------------------------------------
+// A document's text as markdown (paragraphs, #-headings, - / 1. lists, **bold**, *italic*, `code`,
+// [links](http…)), built from DOM nodes with textContent: HTML in a document is shown as text, never parsed.
+function markdown(text) {
+  const root = el("div", { class: "md" });
+  let list = null;
+  for (const block of text.split(/\n\s*\n/)) {
+    for (const line of block.split("\n")) {
+      const item = line.match(/^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/);
+      const heading = line.match(/^(#{1,6})\s+(.*)$/);
+      if (item) {
+        const tag = item[1] ? "ol" : "ul";
+        if (!list || list.tagName.toLowerCase() !== tag) { list = el(tag); root.append(list); }
+        list.append(el("li", {}, ...inline(item[2])));
+        continue;
+      }
+      list = null;
+      if (heading) { root.append(el("h4", { class: "md-h" }, ...inline(heading[2]))); continue; }
+      if (!line.trim()) continue;
+      const last = root.lastElementChild;
+      if (last && last.tagName === "P" && !last.dataset.closed) last.append(" ", ...inline(line));
+      else root.append(el("p", {}, ...inline(line)));
+    }
+    const last = root.lastElementChild;
+    if (last) last.dataset.closed = "1";
+    list = null;
+  }
+  return root;
+}
+
+const INLINE = /(\*\*[^*]+\*\*|__[^_]+__|`[^`]+`|\*[^*\s][^*]*\*|\[[^\]]+\]\([^)\s]+\))/g;
+function inline(text) {
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(INLINE)) {
+    if (m.index > at) out.push(text.slice(at, m.index));
+    const t = m[0];
+    if (t.startsWith("**") || t.startsWith("__")) out.push(el("strong", { text: t.slice(2, -2) }));
+    else if (t.startsWith("`")) out.push(el("code", { text: t.slice(1, -1) }));
+    else if (t.startsWith("*")) out.push(el("em", { text: t.slice(1, -1) }));
+    else {
+      const link = t.match(/^\[([^\]]+)\]\(([^)\s]+)\)$/);
+      const safe = /^https?:\/\//i.test(link[2]);  // no javascript:, data: or relative targets
+      out.push(safe ? el("a", { href: link[2], rel: "noopener noreferrer nofollow", target: "_blank", text: link[1] })
+        : link[1]);
+    }
+    at = m.index + t.length;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
+}
+
 // ---- timeline ---------------------------------------------------------------------------------------------
+// A point question: "current on D" / "at D" over a window of at most two days, or "current" (now).
+function isPoint(intent, windows) {
+  if (!["current", "at"].includes(intent.relation)) return false;
+  return windows.every((w) => parseIso(w.end) - parseIso(w.start) <= 2 * 86400000);
+}
+
 function renderTimeline(r) {
   const svg = $("timeline"), box = $("timeline-box");
   svg.replaceChildren();
   const windows = (r.intent.intervals || []).filter((w) => w.start && w.end);
+  const point = isPoint(r.intent, windows);
   const spans = [];
   r.evidence.forEach((e, i) => (e.intervals || []).forEach((iv) => spans.push({ i, iv, e })));
+  if (point) {  // "current on D": each card's version valid interval too (open ends drawn up to the axis end)
+    r.evidence.forEach((e, i) => {
+      if (e.valid_from || e.valid_until) spans.push({ i, iv: { start: e.valid_from, end: e.valid_until }, e, valid: true });
+    });
+  }
   const bounded = spans.filter((s) => s.iv.start && s.iv.end);
   if (!windows.length && !bounded.length) { box.hidden = true; return; }
   box.hidden = false;
   const times = [...windows, ...bounded.map((s) => s.iv)].flatMap((w) => [parseIso(w.start), parseIso(w.end)]);
-  let lo = Math.min(...times), hi = Math.max(...times);
-  if (windows.length) {  // keep the window in view, and no more than a window's width of context either side
+  for (const s of spans) if (!s.valid || s.iv.start) times.push(parseIso(s.iv.start || s.iv.end));
+  let lo = Math.min(...times.filter(Boolean)), hi = Math.max(...times.filter(Boolean));
+  if (point) {  // a day's window: the axis holds every card's spans, with a little room either side
+    const pad = Math.max((hi - lo) * 0.05, 86400000);
+    lo -= pad; hi += pad;
+  } else if (windows.length) {  // keep the window in view, and no more than a window's width of context either side
     const ws = Math.min(...windows.map((w) => parseIso(w.start))), we = Math.max(...windows.map((w) => parseIso(w.end)));
     lo = Math.max(lo, ws - (we - ws)); hi = Math.min(hi, we + (we - ws)); lo = Math.min(lo, ws); hi = Math.max(hi, we);
   }
@@ -211,18 +310,20 @@ function renderTimeline(r) {
     }
   }
   const conflicted = new Set(r.signals.filter((s) => s.type === "conflict").flatMap((s) => s.doc_ids));
-  for (const s of bounded) {
-    const a = Math.max(lo, parseIso(s.iv.start)), b = Math.min(hi, parseIso(s.iv.end));
+  for (const s of spans) {
+    if (!s.valid && !(s.iv.start && s.iv.end)) continue;
+    const a = Math.max(lo, s.iv.start ? parseIso(s.iv.start) : lo), b = Math.min(hi, s.iv.end ? parseIso(s.iv.end) : hi);
     if (b <= a) continue;
     const cls = [conflicted.has(s.e.doc_id) ? "conflict" : "", s.e.superseded_by ? "superseded" : "",
-      isInferred(s.iv) ? "inferred" : ""].join(" ").trim();
-    const title = Object.assign(document.createElementNS(NS, "title"),
-      { textContent: `[${s.i + 1}] ${s.e.title || s.e.doc_id}: ${humanInterval(s.iv)}` });
+      isInferred(s.iv) ? "inferred" : "", s.valid ? "valid" : ""].join(" ").trim();
+    const title = Object.assign(document.createElementNS(NS, "title"), { textContent:
+      `[${s.i + 1}] ${s.e.title || s.e.doc_id}: ${s.valid ? `valid ${humanInterval({ ...s.iv, granularity: "day" })}` : humanInterval(s.iv)}` });
     const y = top + s.i * row;
-    if (x(b) - x(a) < 3) {  // a day on a long axis (a prior close, a year-to-date base): a faint dot, not a bar
+    if (x(b) - x(a) < 3 && !point) {  // a day on a long axis (a prior close, a year-to-date base): a faint dot, not a bar
       add("circle", { class: `point ${cls}`.trim(), cx: (x(a) + x(b)) / 2, cy: y + (row - 4) / 2, r: 2 }).append(title);
     } else {
-      add("rect", { class: `bar ${cls}`.trim(), x: x(a), y, height: row - 4, width: x(b) - x(a) }).append(title);
+      add("rect", { class: `bar ${cls}`.trim(), x: x(a), y: s.valid ? y + (row - 4) / 2 : y,
+        height: s.valid ? (row - 4) / 2 : row - 4, width: Math.max(3, x(b) - x(a)) }).append(title);
     }
   }
   r.evidence.forEach((e, i) => {
@@ -314,13 +415,13 @@ function renderCards(evidence, intent) {
         : e.time_source;
     const row = (k, v) => el("div", { class: "row" }, el("dt", { text: k }), el("dd", {}, v));
     box.append(el("article", { class: `card${e.superseded_by ? " superseded" : ""}${unknown ? " time-unknown" : ""}`,
-      "data-doc": e.doc_id },
+      "data-doc": e.doc_id, id: `card-${i + 1}` },
       el("header", {}, el("span", { class: "num", text: `[${i + 1}]` }),
         el("strong", { text: e.title || e.doc_id }),
         el("span", { class: "published", text: `published ${humanInstant(parseIso(e.published_at))}` })),
       el("dl", {},
         row("Answer for", answerFor),
-        row("Evidence", el("span", { class: "text", text: snippet(e.text, 500) })),
+        row("Evidence", el("div", { class: "text" }, markdown(snippet(e.text, 500)))),
         row("Valid", validText(e)),
         row("Recorded", humanInstant(parseIso(e.recorded_at), "instant")),
         row("Status", el("span", { class: `status${e.superseded_by ? " old" : ""}`, text: status })),
