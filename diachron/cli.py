@@ -816,13 +816,27 @@ def serve(
     fiscal_calendar: Annotated[
         str | None, typer.Option(help="Fiscal calendar START_MONTH:end|start, e.g. '2:end'.")
     ] = None,
+    llm_url: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-url", help="OpenAI-compatible endpoint that writes the page's answers (checked)."
+        ),
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option("--llm-model", help="Model name served at --llm-url (default: its first).")
+    ] = None,
 ) -> None:
     """Serve the index over HTTP (/search, /intent, /health, /docs) and the page at http://HOST:PORT/."""
+    from diachron.retrieval.answer import LLMConfig
     from diachron.retrieval.errors import RetrievalError
     from diachron.service import ServiceConfig, create_app
 
     config = ServiceConfig(
-        db=db, timeout_s=timeout, max_pending=max_pending, intent=_question_config(timezone, fiscal_calendar)
+        db=db,
+        timeout_s=timeout,
+        max_pending=max_pending,
+        intent=_question_config(timezone, fiscal_calendar),
+        llm=LLMConfig(llm_url, llm_model) if llm_url else None,
     )
     try:
         application = create_app(config)
