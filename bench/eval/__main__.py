@@ -71,7 +71,13 @@ def _answers(methods: object, questions: list, config: object) -> object:
 
 
 def _timeqa(
-    shared: Path, cache: Path, embedder: object, limit: int | None, settings: list[str], methods: list[str]
+    shared: Path,
+    cache: Path,
+    embedder: object,
+    limit: int | None,
+    settings: list[str],
+    methods: list[str],
+    every: int = 1,
 ) -> list[str]:
     """The TimeQA development benchmark in each setting (``pages``, ``passages``): ingest (cached,
     idempotent), retrieve, score; report lines, the development halves' table first (bench/eval/README.md)."""
@@ -84,7 +90,7 @@ def _timeqa(
         score_timeqa,
     )
 
-    questions = load_questions(shared / "data" / "timeqa_dev" / "questions.jsonl")[:limit]
+    questions = load_questions(shared / "data" / "timeqa_dev" / "questions.jsonl")[:limit][::every]
     frames, sections = {}, []
     for setting in settings:
         t0 = time.perf_counter()
@@ -106,7 +112,7 @@ def _timeqa(
             "index": db,
             "ingest": note,
             "chunks in the index": len(run["chunks"]),
-            "questions": len(questions),
+            "questions": f"{len(questions)} (every {every}th)" if every > 1 else len(questions),
             "retrieval wall time": f"{time.perf_counter() - t1:.0f} s",
             "total wall time": f"{time.perf_counter() - t0:.0f} s",
         }
@@ -122,13 +128,19 @@ def _methods(spec: str | None) -> list[str]:
 
 
 def _timeqa_only(
-    shared: Path, cache: Path, out: Path, limit: int | None, settings: list[str], methods: str | None
+    shared: Path,
+    cache: Path,
+    out: Path,
+    limit: int | None,
+    settings: list[str],
+    methods: str | None,
+    every: int = 1,
 ) -> None:
     """``--no-stocks``: the TimeQA settings alone, reported to ``out/report.md``."""
     from bench.eval.methods import CachingEmbedder
 
     t0 = time.perf_counter()
-    lines = _timeqa(shared, cache, CachingEmbedder(), limit, settings, _methods(methods))
+    lines = _timeqa(shared, cache, CachingEmbedder(), limit, settings, _methods(methods), every)
     lines.append(f"Total wall time: {time.perf_counter() - t0:.0f} s")
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo(f"report: {out / 'report.md'}")
@@ -161,6 +173,9 @@ def main(
         str | None,
         typer.Option(help="TimeQA methods, comma-separated (default: all; diachron@field=value,… variants)."),
     ] = None,
+    timeqa_every: Annotated[
+        int, typer.Option(help="Only every n-th TimeQA question (a fixed sample of both halves).")
+    ] = 1,
     stocks: Annotated[
         bool, typer.Option(help="Run the stock questions and temporal cases (--no-stocks: TimeQA only).")
     ] = True,
@@ -186,7 +201,7 @@ def main(
     if not set(settings) <= {"pages", "passages"}:
         raise typer.BadParameter("--timeqa-settings takes pages and/or passages")
     if not stocks:
-        _timeqa_only(shared, timeqa_cache, out, limit, settings, timeqa_methods)
+        _timeqa_only(shared, timeqa_cache, out, limit, settings, timeqa_methods, timeqa_every)
         return
     t0 = time.perf_counter()
     ingest_note = "skipped (--reuse-db)" if reuse_db else _ingest(db, shared, sotu=sotu, tzdb=tzdb)
@@ -233,7 +248,9 @@ def main(
         shared / "cases" / "temporal_cases.jsonl", embedder=methods.embedder, workdir=out / "cases_db"
     )
     extra = (
-        _timeqa(shared, timeqa_cache, methods.embedder, limit, settings, _methods(timeqa_methods))
+        _timeqa(
+            shared, timeqa_cache, methods.embedder, limit, settings, _methods(timeqa_methods), timeqa_every
+        )
         if timeqa
         else []
     )
