@@ -153,3 +153,20 @@ def test_searcher_applies_transaction_time_and_reads_one_snapshot(tmp_path):
     assert fast.is_stale()
     assert len(fast.candidates(TimeFilter())) == len(rows)
     assert len(Searcher(chunks).candidates(TimeFilter())) == len(rows) + 1
+
+
+def test_scaling_names_the_stage_the_others_wait_on():
+    from bench.speed.scaling import waits
+
+    stages = [
+        {"name": "MapBatches(planned_block)", "busy_s": 2.0, "span_s": 5.0, "tasks": 4, "nodes": 1},
+        {"name": "MapBatches(AnnotateStage)", "busy_s": 12.0, "span_s": 40.0, "tasks": 8, "nodes": 2},
+        {"name": "MapBatches(EmbedStage)", "busy_s": 60.0, "span_s": 45.0, "tasks": 8, "nodes": 2},
+        {"name": "MapBatches(ValidateStage)", "busy_s": 6.0, "span_s": 40.0, "tasks": 8, "nodes": 1},
+    ]
+    # 80 busy core-seconds of 50 s x 2 cores = 100: 20% idle; embed is the busiest, the others wait on it
+    assert waits(stages, 50.0, 2) == (
+        "EmbedStage busy 60 s of 50 s × 2 cores (on 2 node(s)); others: AnnotateStage 12 s, "
+        "ValidateStage 6 s, planned_block 2 s; idle 20% of core time"
+    )
+    assert waits([], 10.0, 1) == "no Ray Data stats"

