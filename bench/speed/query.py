@@ -1,8 +1,11 @@
 """Query-speed benchmark: interval-filtered top-10 on generated ``chunks`` tables (issues 7, 15).
 
 Run: ``python -m bench.speed.query --tier 100k`` (or ``1m``, ``3m``, ``10m``; ``5k`` to check the plumbing).
-``3m`` is the largest tier that builds and runs here (2 cores, 24 GiB): at ``10m`` the baselines alone hold
-15.4 GB of float32 vectors in memory and the table + index take ≈ 40 GB on disk.
+``10m`` runs **on disk** (issue 30; ``--on-disk`` puts any tier there): no baseline holds the vectors in
+memory (they would be 15.4 GB); the reference is ``stream``, the window's NCLS candidates scored exactly
+from the time index's memory-mapped float32 file, and the index's files are not read ahead (table + index
+≈ 40 GB on disk, more than the page cache). The summary then adds the worst ``client`` p50 in ms, the
+build's seconds and the bytes on disk.
 Generated tables, their time-partitioned index and build figures are cached under ``--cache-dir``
 (default ``~/.cache/diachron-bench``); results go to ``results/bench/`` (raw JSON + markdown) and the
 tables to ``bench/speed/LATEST.md``. The run ends with one JSON line per tier:
@@ -28,8 +31,9 @@ and one path would find another's rows in cache — neither happens between a se
 each window the time index's files are read once (:func:`_warm`): the baselines hold their vectors in
 memory, and this machine reclaims idle file pages within seconds even with most of its memory free
 (seen with ``fincore``: 3% of a just-read 500 MB file gone after 20 s idle, 17 GB free), so without it the
-first path to touch a slice would pay the disk read. "Cold" = the first query after opening (a new connection and a freshly
-built in-memory interval index), with the OS page cache as it is (it cannot be dropped without root).
+first path to touch a slice would pay the disk read. "Cold" = the first query after opening (a new
+connection and a freshly built in-memory interval index), with the OS page cache as it is (it cannot be
+dropped without root).
 """
 
 from __future__ import annotations
@@ -52,9 +56,9 @@ from diachron.retrieval.filters import TimeFilter
 from diachron.retrieval.interval_index import bounds
 from diachron.retrieval.search import Searcher
 from diachron.schemas.time_index import FORMAT as TIME_INDEX_FORMAT
-from diachron.schemas.time_index import index_dir
+from diachron.schemas.time_index import ORDER_FILE, VECTORS_FILE, index_dir
 
-from bench.speed.baselines import BruteForce, PaperDesign, load_arrays
+from bench.speed.baselines import BruteForce, PaperDesign, StreamScan, load_arrays
 from bench.speed.generate import WINDOWS, Query, generate, queries
 from bench.speed.report import write_reports
 
@@ -65,7 +69,10 @@ TIERS = {"5k": 5_000, "100k": 100_000, "1m": 1_000_000, "3m": 3_000_000, "10m": 
 WIDE_SELECTIVITY = 0.20
 CACHE_FORMAT = "v3"  # the generated tables; the time index is rebuilt when its format changes
 K = 10
-PATHS = ("numpy", "paper", "client", "client+rows", "exact")
+PATHS = ("numpy", "paper", "client", "client+rows", "exact")  # in memory; on disk: "stream" + OURS
+OURS = ("client", "client+rows", "exact")
+#: tiers whose vectors stay on disk (no baseline holds them in memory); ``--on-disk`` puts any tier there
+ON_DISK_TIERS = {"10m"}
 GENERATE_ROWS = 500_000  # rows generated and written per piece (bounded memory at 10m)
 PAUSE_S = 0.15  # idle time before each timed call (module docstring)
 EVICT_BYTES = 64 << 20  # > the last-level cache (32 MiB here)
@@ -163,74 +170,57 @@ def _searcher(uri: str, *, exact: bool = False) -> Searcher:
     return Searcher(lancedb.connect(uri).open_table("chunks"), temporal_weight=0.0, approximate=not exact)
 
 
-def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
-    """All paths on one generated table; returns build stats and per-path, per-window figures."""
+def _baselines(build: dict[str, Any], on_disk: bool) -> tuple[Any, dict[str, Any]]:
+    """``(arrays, {name: searcher})``: in memory ``numpy`` and ``paper`` (every vector in RAM); on disk only
+    ``stream`` (NCLS candidates, their vectors streamed from the time index's mapped float32 file)."""
     import lancedb
 
-    build = prepare(n, kind, cache)
     t0 = time.perf_counter()
-    arrays = load_arrays(lancedb.connect(build["uri"]).open_table("chunks").to_lance())
+    dataset = lancedb.connect(build["uri"]).open_table("chunks").to_lance()
+    arrays = load_arrays(dataset, vectors=not on_disk)
     build["load_arrays_s"] = time.perf_counter() - t0
-    brute = BruteForce(arrays)
     t0 = time.perf_counter()
-    paper = PaperDesign(arrays)
+    if on_disk:
+        directory = index_dir(str(dataset.uri))
+        mapped = np.load(directory / VECTORS_FILE, mmap_mode="r")
+        found = {"stream": StreamScan(arrays, mapped, np.load(directory / ORDER_FILE))}
+    else:
+        found = {"numpy": BruteForce(arrays), "paper": PaperDesign(arrays)}
     build["paper_ncls_build_s"] = time.perf_counter() - t0
+    return arrays, found
+
+
+def run_kind(n: int, kind: str, cache: Path, n_queries: int, on_disk: bool = False) -> dict[str, Any]:
+    """All paths on one generated table; returns build stats and per-path, per-window figures.
+
+    ``on_disk``: no baseline holds the vectors in memory (the ``10m`` tier): the reference is ``stream``, and
+    the time index's files are not read ahead of each window (they need not fit in the page cache)."""
+    build = prepare(n, kind, cache)
+    arrays, baselines = _baselines(build, on_disk)
+    reference = next(iter(baselines.values()))
     qs = queries(n_queries, kind=kind)
-    truth = {id(q): set(brute.search(q.vector, *bounds(q.interval), K)[0].tolist()) for q in qs}
+    truth = {id(q): set(reference.search(q.vector, *bounds(q.interval), K)[0].tolist()) for q in qs}
     plans: dict[str, list[dict[str, Any]]] = {w: [] for w in WINDOWS}
-
-    def open_path(path: str) -> Callable[[Query], list[int]]:
-        """A fresh searcher for ``path`` (new connection; a newly built in-memory interval index)."""
-        if path == "numpy":
-            return lambda q: brute.search(q.vector, *bounds(q.interval), K)[0].tolist()
-        if path == "paper":
-            return lambda q: paper.search(q.vector, *bounds(q.interval), K)[0].tolist()
-        t0 = time.perf_counter()
-        searcher = _searcher(build["uri"], exact=path == "exact")
-        build.setdefault("searcher_open_s", time.perf_counter() - t0)
-        resident = searcher.index.nbytes + (searcher.time_index.resident_bytes if searcher.time_index else 0)
-        build["searcher_bytes_per_chunk"] = resident / n
-        if path == "client+rows":
-            return lambda q: [
-                _chunk_offset(h.row["chunk_id"])
-                for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)
-            ]
-        chunk_ids = np.array(
-            [
-                _chunk_offset(c)
-                for c in searcher.dataset.to_table(columns=["chunk_id"]).column("chunk_id").to_pylist()
-            ]
-        )  # evaluation only: offset -> generated row
-
-        def run(q: Query) -> list[int]:
-            offsets, _, plan = searcher.top_k_planned(q.vector, TimeFilter(event=(q.interval,)), k=K)
-            if path == "client":
-                plans[q.window].append(plan.to_dict())
-            return chunk_ids[offsets].tolist()
-
-        return run
-
-    paths: dict[str, dict[str, Any]] = {p: {} for p in PATHS}
+    names = (*baselines, *OURS)
+    paths: dict[str, dict[str, Any]] = {p: {} for p in names}
     for window in WINDOWS:
         wq = [q for q in qs if q.window == window]
         searchers, cold = {}, {}
-        build.setdefault("warm_s", []).append(round(_warm(index_dir(build["uri"] + "/chunks.lance")), 2))
-        for path in PATHS:
-            searchers[path] = open_path(path)
+        if not on_disk:
+            build.setdefault("warm_s", []).append(round(_warm(index_dir(build["uri"] + "/chunks.lance")), 2))
+        for path in names:
+            searchers[path] = _open_path(path, build, baselines, plans, n)
             cold[path], _ = _time(searchers[path], wq[0])
-        times: dict[str, list[float]] = {p: [] for p in PATHS}
-        recalls: dict[str, list[float]] = {p: [] for p in PATHS}
+        times: dict[str, list[float]] = {p: [] for p in names}
+        recalls: dict[str, list[float]] = {p: [] for p in names}
         order_rng = np.random.default_rng(len(wq))
-        for q in (
-            wq
-        ):  # interleaved, shuffled per query: load and the previous path's traces fall on every path alike
-            for path in order_rng.permutation(PATHS).tolist():
+        for q in wq:  # interleaved, shuffled per query: load and the previous path's traces fall on all alike
+            for path in order_rng.permutation(names).tolist():
                 ms, ids = _time(searchers[path], q)
                 times[path].append(ms)
                 recalls[path].append(len(truth[id(q)] & set(ids)) / K)
         selectivity = statistics.mean(len(arrays_rows(arrays, q)) / n for q in wq)
-        client_plans = plans[window][-len(wq) :]
-        for path in PATHS:
+        for path in names:
             paths[path][window] = {
                 "cold_ms": cold[path],
                 "p50_ms": float(np.percentile(times[path], 50)),
@@ -239,16 +229,66 @@ def run_kind(n: int, kind: str, cache: Path, n_queries: int) -> dict[str, Any]:
                 "min_recall_at_10": min(recalls[path]),
                 "selectivity": selectivity,
             }
-        paths["client"][window]["approximate_share"] = statistics.mean(
-            p["path"] == "approximate" for p in client_plans
-        )
-        paths["client"][window]["expected_recall"] = min(p["expected_recall"] for p in client_plans)
-        layouts = [p.get("layout", "?") for p in client_plans]
-        paths["client"][window]["layouts"] = " / ".join(
-            f"{name} {layouts.count(name) / len(layouts):.0%}" for name in sorted(set(layouts))
-        )
+        paths["client"][window] |= _plan_figures(plans[window][-len(wq) :])
         log.info("%s %s done", kind, window)
-    return {"build": build, "paths": paths}
+    build["peak_rss_bytes"] = _peak_rss()
+    return {"build": build, "paths": paths, "on_disk": on_disk}
+
+
+def _open_path(
+    path: str,
+    build: dict[str, Any],
+    baselines: dict[str, Any],
+    plans: dict[str, list[dict[str, Any]]],
+    n: int,
+) -> Callable[[Query], list[int]]:
+    """A fresh searcher for ``path`` (new connection; a newly built in-memory interval index)."""
+    if path in baselines:
+        base = baselines[path]
+        return lambda q: base.search(q.vector, *bounds(q.interval), K)[0].tolist()
+    t0 = time.perf_counter()
+    searcher = _searcher(build["uri"], exact=path == "exact")
+    build.setdefault("searcher_open_s", time.perf_counter() - t0)
+    resident = searcher.index.nbytes + (searcher.time_index.resident_bytes if searcher.time_index else 0)
+    build["searcher_bytes_per_chunk"] = resident / n
+    if path == "client+rows":
+        return lambda q: [
+            _chunk_offset(h.row["chunk_id"])
+            for h in searcher.search(q.vector, TimeFilter(event=(q.interval,)), k=K)
+        ]
+    chunk_ids = np.array(
+        [
+            _chunk_offset(c)
+            for c in searcher.dataset.to_table(columns=["chunk_id"]).column("chunk_id").to_pylist()
+        ]
+    )  # evaluation only: offset -> generated row
+
+    def run(q: Query) -> list[int]:
+        offsets, _, plan = searcher.top_k_planned(q.vector, TimeFilter(event=(q.interval,)), k=K)
+        if path == "client":
+            plans[q.window].append(plan.to_dict())
+        return chunk_ids[offsets].tolist()
+
+    return run
+
+
+def _plan_figures(client_plans: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``client`` plans of one window: approximate share, lowest expected recall, layouts used."""
+    layouts = [p.get("layout", "?") for p in client_plans]
+    return {
+        "approximate_share": statistics.mean(p["path"] == "approximate" for p in client_plans),
+        "expected_recall": min(p["expected_recall"] for p in client_plans),
+        "layouts": " / ".join(
+            f"{name} {layouts.count(name) / len(layouts):.0%}" for name in sorted(set(layouts))
+        ),
+    }
+
+
+def _peak_rss() -> int:
+    """Peak resident set of this process, bytes (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def arrays_rows(arrays: Any, q: Query) -> np.ndarray:
@@ -259,18 +299,21 @@ def arrays_rows(arrays: Any, q: Query) -> np.ndarray:
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
     """The tier's one-line summary: worst ``client`` p50 ÷ best baseline p50, lowest recall@10, load; for
-    the windows of selectivity ≥ :data:`WIDE_SELECTIVITY` also the worst ``client`` p50 ÷ the paper path's
-    (an exact scan of the window's candidates) and their lowest recall; the searcher's bytes per chunk."""
-    ratios, recalls, wide, wide_recalls, held = [], [], [], [], []
+    the windows of selectivity ≥ :data:`WIDE_SELECTIVITY` also the worst ``client`` p50 ÷ the exact scan
+    of the window's candidates (``paper`` in memory, ``stream`` on disk) and their lowest recall; the
+    searcher's bytes per chunk; on disk also the worst ``client`` p50 in ms, build seconds, bytes on disk."""
+    ratios, recalls, wide, wide_recalls, held, worst_ms = [], [], [], [], [], []
     for data in result["kinds"].values():
         paths = data["paths"]
+        baselines = [b for b in paths if b not in OURS]
+        scan = "paper" if "paper" in paths else "stream"
         held.append(data["build"].get("searcher_bytes_per_chunk", 0.0))
         for window, figures in paths["client"].items():
-            best = min(paths[b][window]["p50_ms"] for b in ("numpy", "paper"))
-            ratios.append(figures["p50_ms"] / best)
+            ratios.append(figures["p50_ms"] / min(paths[b][window]["p50_ms"] for b in baselines))
             recalls.append(figures["min_recall_at_10"])
+            worst_ms.append(figures["p50_ms"])
             if figures["selectivity"] >= WIDE_SELECTIVITY:
-                wide.append(figures["p50_ms"] / paths["paper"][window]["p50_ms"])
+                wide.append(figures["p50_ms"] / paths[scan][window]["p50_ms"])
                 wide_recalls.append(figures["recall_at_10"])
     out = {
         "tier": result["tier"],
@@ -284,7 +327,20 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
             "min_mean_recall_at_10_at_20pct": round(min(wide_recalls), 3),
         }
     out["searcher_bytes_per_chunk"] = round(max(held), 1)
+    if result.get("on_disk"):
+        builds = [d["build"] for d in result["kinds"].values()]
+        out |= {
+            "on_disk": True,
+            "worst_client_p50_ms": round(max(worst_ms), 1),
+            "max_build_s": round(max(build_seconds(b) for b in builds), 1),
+            "max_disk_bytes": max(b["table_disk_bytes"] + b["time_index_disk_bytes"] for b in builds),
+        }
     return out
+
+
+def build_seconds(build: dict[str, Any]) -> float:
+    """Seconds to build one tier's table and index: generate + write + BTREE + time index."""
+    return sum(build.get(k, 0.0) for k in ("generate_s", "write_s", "btree_s", "time_index_s"))
 
 
 def ehypo_cost(sample: int) -> dict[str, Any]:
@@ -316,6 +372,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=15, help="queries per window kind")
     parser.add_argument("--kinds", default="uniform,clustered")
     parser.add_argument(
+        "--on-disk",
+        action="store_true",
+        help="no baseline holds the vectors in memory (always for 10m); reference = streamed candidate scan",
+    )
+    parser.add_argument(
         "--ehypo-sample", type=int, default=0, help="queries per window for e_hypo (0 = skip)"
     )
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "diachron-bench")
@@ -323,6 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     n = TIERS[args.tier]
+    on_disk = args.on_disk or args.tier in ON_DISK_TIERS
     t0 = time.perf_counter()
     result: dict[str, Any] = {
         "tier": args.tier,
@@ -331,16 +393,21 @@ def main(argv: list[str] | None = None) -> None:
         "queries_per_window": args.queries,
         "started": datetime.now(UTC).isoformat(),
         "load_average_1m_at_start": os.getloadavg()[0],
+        "on_disk": on_disk,
         "kinds": {},
     }
     for kind in args.kinds.split(","):
-        result["kinds"][kind] = run_kind(n, kind, args.cache_dir, args.queries)
+        result["kinds"][kind] = run_kind(n, kind, args.cache_dir, args.queries, on_disk=on_disk)
     if args.ehypo_sample:
         result["ehypo"] = ehypo_cost(args.ehypo_sample)
     result["seconds"] = time.perf_counter() - t0
     result["load_average_1m_at_end"] = os.getloadavg()[0]
     result["summary"] = summary(result)
-    print(write_reports(result, args.out, f"query-{args.tier}"))
+    print(
+        write_reports(
+            result, args.out, f"query-{args.tier}" + ("-disk" if on_disk and args.tier != "10m" else "")
+        )
+    )
     print(json.dumps(result["summary"]))
 
 
