@@ -141,6 +141,13 @@ _VERB_AFTER = re.compile(
     r"\s+(?:(?-i:I)|we|you|he|she|it|they|can|could|may|might|must|should|will|would|shall|is|are|was|were|"
     r"has|have|had|does|did|says|said|told|wrote|asked|added|on|to|into|against|toward|towards|[a-z]+ed)\b"
 )
+_SEASON = re.compile(r"spring|summer|autumn|fall|winter", _I)
+# a season word used as a verb: after a modal, "to" or a pronoun ("will fall back", "to spring"), or
+# before a particle or in a hyphenated compound ("fall back", "spring-forward")
+_VERB_BEFORE = re.compile(
+    r"\b(?:will|would|shall|should|can|could|may|might|must|to|we|you|they|clocks?)\s+$", _I
+)
+_PARTICLE_AFTER = re.compile(r"-\w|\s+(?:back|forward|ahead|off|out|up|down|apart|short|behind|asleep)\b", _I)
 _NAME_AFTER = re.compile(r"\s+(?-i:[A-Z][a-z]+)\b")
 _NAME_BEFORE = re.compile(r"(?-i:[A-Z][a-z]+)\s+$")
 
@@ -149,8 +156,9 @@ def _ordinary_word(m: DucklingMatch, piece: str) -> bool:
     """True when Duckling's one-word reading is an ordinary word of the sentence, not a time (rules by the
     word's form and neighbours, never by the string):
 
-    * a calendar name written in lower case in text that capitalises ("delegates sat", "to march on",
-      "sun"), unless a time word or a number stands next to it ("on sat", "march 3");
+    * a month or weekday name written in lower case in text that capitalises ("delegates sat", "to
+      march on", "sun"), unless a time word or a number stands next to it ("on sat", "march 3"); a
+      season word (lower case as a rule) only when it is a verb by form ("will fall back", "spring-forward");
     * a capitalised month or season word that is part of a name or a verb phrase: no time word before
       it, and a capitalised word ("Summer Brennan", "April Ryan", "Fall Out Boy"), a pronoun, an
       auxiliary or a finite verb ("Summer said", "May I", "March on the capital") after it;
@@ -165,10 +173,14 @@ def _ordinary_word(m: DucklingMatch, piece: str) -> bool:
         return False
     end = begin + len(word)
     before, after = piece[max(0, begin - 16) : begin], piece[end : end + 30]
+    if word.islower() and _SEASON.fullmatch(word) and _PARTICLE_AFTER.match(after):
+        return True  # "the spring-forward transition", "clocks fall back"
     if _TIME_LEAD.search(before) or re.match(r"\s*,?\s*\d", after):
         return False
     if not _CALENDAR_WORD.fullmatch(word):
         return word[0].isupper() and word[1:].islower() and not _TRIGGER.fullmatch(word)
+    if word.islower() and _SEASON.fullmatch(word):  # seasons are written in lower case: a verb only by form
+        return _VERB_BEFORE.search(before) is not None
     if word.islower():
         return re.search(r"[A-Z]", piece) is not None
     if _WEEKDAY_WORD.match(word):

@@ -549,3 +549,17 @@ def test_news_set_targets() -> None:
         figures = tally.figures()
         assert figures["false_positives"] == 0, (half, tally.misses)
         assert figures["recognition_f1"] >= 94 and figures["value_accuracy"] >= 90, (half, figures)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a season is written in lower case: a time unless it is a verb by form
+        ("Clocks will fall back on 1 November 2026.", [_d("2026-11-01", "2026-11-02")]),
+        ("The spring-forward transition moved to 29 March 2026.", [_d("2026-03-29", "2026-03-30")]),
+        # a season in a time phrase stays a time (Duckling's summer: 21 June to 23 September inclusive)
+        ("The river dried up in summer 2025.", [_d("2025-06-21", "2025-09-24")]),
+    ],
+)
+def test_news_season_words(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _pairs(text) == expected

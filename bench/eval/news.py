@@ -3,7 +3,7 @@
 TempEval-3's platinum set is not shipped with this project nor reachable from it (no registry package
 holds it), so this is its closest honest substitute: ``bench/eval/news_sentences.jsonl``, 50 short news
 documents written for this check, each with a publication time and every DATE/TIME expression's
-half-open UTC interval worked out by hand (README beside the data: ``bench/eval/news.md``). Each record
+half-open UTC interval worked out by hand (described in ``bench/eval/news.md``). Each record
 is in half ``A`` (rules chosen on it) or ``B`` (checked on it).
 
 Scoring, per half:
