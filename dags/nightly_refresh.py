@@ -3,6 +3,7 @@
 Sources and store come from the params below, else Airflow Variables / environment variables
 ``DIACHRON_SOURCES``, ``DIACHRON_DB_URI``, ``DIACHRON_STAGING_DIR``, ``RAY_ADDRESS`` … (see
 ``diachron.ingest.orchestration.SETTING_SOURCES``). Change detection is by content hash against ``documents``.
+``DIACHRON_NIGHTLY_CRON`` sets the schedule (default 02:00 UTC daily; empty = triggered runs only).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("DIACHRON_RETRY_DELAY_SECON
 
 @dag(
     dag_id="nightly_refresh",
-    schedule=os.environ.get("DIACHRON_NIGHTLY_CRON", "0 2 * * *"),
+    schedule=os.environ.get("DIACHRON_NIGHTLY_CRON", "0 2 * * *") or None,  # "": triggered runs only
     start_date=datetime(2025, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
