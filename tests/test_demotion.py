@@ -156,3 +156,56 @@ def test_the_demoted_tier_still_obeys_as_of(table) -> None:
     searcher = Searcher(table, weights=RankingWeights(context=0.0, lexical=0.0, demotion=math.inf))
     before = datetime(2025, 1, 1, tzinfo=UTC)  # every row was recorded in 2026
     assert searcher.search(QUERY, TimeFilter(event=WINDOW, admit_unknown=True, as_of=before), k=10) == []
+
+
+def _document(doc_id: str, text: str) -> dict:
+    return {
+        "doc_id": doc_id,
+        "series_id": doc_id,
+        "title": doc_id,
+        "text": text,
+        "content_sha256": doc_id,
+        "published_at": None,
+        "published_at_source": "unknown",
+        "source_timezone": None,
+        "abstract": "",
+        "version": None,
+        "supersedes": None,
+        "relation": None,
+        "valid_from": None,
+        "valid_until": None,
+        "source_uri": "test",
+        "metadata_json": "{}",
+        "annotator": "test",
+        "recorded_at": t(2026),
+        "run_id": "r",
+    }
+
+
+def test_the_client_demotes_through_ranking_weights_with_the_real_embedder(tmp_path) -> None:
+    from diachron.ingest.embedding import Embedder
+    from diachron.retrieval.client import Client
+    from diachron.schemas.records import DocumentRecord
+
+    embedder = Embedder(None, threads=1)
+    corpus = [  # (chunk id, text, intervals)
+        ("opened-2000", "The mayor opened the river bridge in 2000.", [_iv(2000, 2001)]),
+        ("elected-1990", "The mayor, first elected in 1990, opened a bridge.", [_iv(1990, 1991, "mention")]),
+        ("opened-1990", "The mayor opened the old bridge in 1990.", [_iv(1990, 1991)]),
+    ]
+    vectors = embedder.embed([text for _, text, _ in corpus])
+    rows = [_row(cid, ivs, v.tolist(), text) for (cid, text, ivs), v in zip(corpus, vectors, strict=True)]
+    db = lancedb.connect(str(tmp_path / "db"))
+    db.create_table("chunks", pa.Table.from_pylist(rows, schema=arrow_schema(ChunkRecord, dim=embedder.dim)))
+    docs = [_document(cid, text) for cid, text, _ in corpus]
+    db.create_table("documents", pa.Table.from_pylist(docs, schema=arrow_schema(DocumentRecord)))
+    client = Client(str(tmp_path / "db"), embedder=embedder, weights=RankingWeights(demotion=math.inf))
+    question, now = "Which bridge did the mayor open in 2000?", datetime(2026, 1, 1, tzinfo=UTC)
+
+    def ranked(**kw) -> list[str]:
+        result = client.search(question, k=5, now=now, chronological=False, **kw)
+        return [e.chunk_id for e in result.evidence]
+
+    assert ranked() == ["opened-2000", "elected-1990"]  # the passing mention of 1990 is demoted, not dropped
+    assert ranked(strict=True) == ["opened-2000"]
+    assert client.weights.demotion == math.inf and client.temporal_weight == 0.1
