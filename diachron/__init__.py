@@ -52,6 +52,7 @@ _EXPORTS = {
     "connect": "diachron.retrieval.connection",
     "annotate_text": "diachron.ingest.annotation.text",
     "parse_question": "diachron.retrieval.intent",
+    "RepairError": "diachron.repair",
     **dict.fromkeys(_ERRORS, "diachron.schemas.errors"),
 }
 

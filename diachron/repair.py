@@ -17,10 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from diachron.schemas.errors import TerminalError
+
 __all__ = ["Damage", "RepairError", "Repaired", "damage_line", "find_damage", "repair"]
 
 
-class RepairError(RuntimeError):
+class RepairError(TerminalError, RuntimeError):
     """A damaged table has no earlier version whose data files are all whole: restore it from a backup."""
 
 

@@ -10,6 +10,7 @@
     │   ├── ConfigError (ValueError)   — a bad setting; ``setting`` names it
     │   ├── QueryInputError (ValueError) — a question, clock or top-k the edge refuses; ``field`` names it
     │   ├── LLMOutputError (ValueError) — an LLM answer that is not JSON or not the schema; ``record_id``
+    │   ├── RepairError (RuntimeError) — a damaged table with no whole version left (``diachron.repair``)
     │   └── TerminalIngestError
     │       ├── SourceError (ValueError) — a source that cannot be read at all; ``uri``
     │       ├── DatabaseRefusedError   — the ``--db`` cannot hold an index; ``uri``

@@ -9,7 +9,8 @@ from diachron.schemas import errors
 
 import diachron
 
-EXPECTED = {"Client", "RemoteClient", "connect", "annotate_text", "parse_question", *errors.__all__}
+EXPECTED = {"Client", "RemoteClient", "connect", "annotate_text", "parse_question", "RepairError"}
+EXPECTED |= set(errors.__all__)
 
 
 def test_all_lists_the_public_api_and_every_name_resolves():
@@ -19,6 +20,7 @@ def test_all_lists_the_public_api_and_every_name_resolves():
         assert member is not None and name in dir(diachron)
         if name in errors.__all__:
             assert member is getattr(errors, name)
+    assert issubclass(diachron.RepairError, diachron.TerminalError)
 
 
 def test_members_are_defined_where_the_lazy_table_says():
