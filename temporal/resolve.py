@@ -77,9 +77,9 @@ def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
 
     Only the sentence (:func:`diachron.temporal._patterns.sentence_ends`: "Feb. 28" ends none), at most
     ``window`` characters each side, is read, so the cost does not grow with the text; on the right it
-    stops at a word opening another clause ("and", "but", "which", …). Cues: future auxiliaries and
-    plans; irregular past forms, "-ed" forms and perfects ("has risen"); a participle after "be"
-    ("will be held") is passive and no cue.
+    stops at a word opening another clause ("and", "but", "which", …) unless no cue is found before it.
+    Cues: future auxiliaries and plans; irregular past forms, "-ed" forms and perfects ("has risen"); a
+    participle after "be" ("will be held") is passive and no cue.
     """
     start, end = span
     cut = sentence_ends(text, max(0, start - window), start)
@@ -87,8 +87,13 @@ def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
     stop = sentence_ends(text, end, min(len(text), end + window))
     right = text[end : stop[0][0] if stop else end + window]
     clause = _NEXT_CLAUSE.search(right)
-    if clause:
-        right = right[: clause.start()]
+    tense = _nearest_cue(left, right[: clause.start()] if clause else right)
+    if tense is None and clause:  # "he and the others were released": the words after it are still his
+        tense = _nearest_cue(left, right)
+    return tense or "none"
+
+
+def _nearest_cue(left: str, right: str) -> Tense | None:
     best: tuple[int, Tense] | None = None
     for pattern, tense in ((_FUTURE, "future"), (_PAST, "past")):
         for m in pattern.finditer(left):
@@ -98,7 +103,7 @@ def tense_at(text: str, span: tuple[int, int], *, window: int = 120) -> Tense:
         for m in pattern.finditer(right):
             if best is None or m.start() < best[0]:
                 best = (m.start(), tense)
-    return "none" if best is None else best[1]
+    return None if best is None else best[1]
 
 
 def relation_before(text: str, start: int) -> tuple[str, int] | None:

@@ -563,3 +563,9 @@ def test_news_set_targets() -> None:
 )
 def test_news_season_words(text: str, expected: list[tuple[str, str]]) -> None:
     assert _pairs(text) == expected
+
+
+def test_news_tense_reads_past_a_coordinated_subject() -> None:
+    # no cue before "and": the verb after it is still this clause's (TimeQA's Josep Rull page), so past
+    text = "On 4 December he and some other members of the Government were released on bail."
+    assert _pairs(text, "2026-01-01T00:00:00Z") == [_d("2025-12-04", "2025-12-05")]
