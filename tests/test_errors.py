@@ -44,6 +44,15 @@ def test_every_error_pickles_with_its_attributes(error, attributes):
     assert back.transient == error.transient and back.message == str(error)
 
 
+def test_errors_cross_processes_as_ray_moves_them():
+    """Ray ships a task's exception with its bundled cloudpickle: class and attributes arrive intact."""
+    from ray import cloudpickle
+
+    for error, attributes in SAMPLES:
+        back = cloudpickle.loads(cloudpickle.dumps(error))
+        assert type(back) is type(error) and {name: getattr(back, name) for name in attributes} == attributes
+
+
 def test_every_exported_error_is_under_the_one_root():
     for name in tree.__all__:
         cls = getattr(tree, name)
