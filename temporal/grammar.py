@@ -45,6 +45,7 @@ _BARE = re.compile(
     r"ninth|tenth|last|year|week|month|day|weekend|quarter)",
     _I,
 )
+_PART_OF_NUMBER = re.compile(r"\d{1,2}\s*[-/.]\s*\d{1,2}")
 _BY_END = re.compile(r"by\s+(?:the\s+)?(?:eo[mdy]|end\s+of)\b", _I)
 _NUMERIC_ONLY = re.compile(r"[\d\s:./-]*[ap]?\.?", _I)
 _LEADING_RELATION = re.compile(
@@ -117,7 +118,14 @@ def _kept(m: DucklingMatch, text: str) -> bool:
         and not (m.is_interval and re.match(r"by\s", body, _I))
     ):  # "by March 31": [now, 31 March)
         return False
-    if _BARE.fullmatch(re.sub(r"^(?:on|in|at|during|for|of|by)\s+", "", body, flags=_I)) and not whole:
+    if _PART_OF_NUMBER.fullmatch(body) and (
+        re.match(r"[-/.]\d", text[m.span[1] : m.span[1] + 2])
+        or re.search(r"\d[-/.]$", text[max(0, m.span[0] - 2) : m.span[0]])
+    ):  # "4-6" of "4-6-0", "12/5" of "3/12/5/7": a piece of a longer number, not a date
+        return False
+    # a bare ordinal or unit, also after a relation word ("after the fourth child"), is no time in prose
+    bare = re.sub(r"^(?:on|in|at|during|for|of|by|after|before|since|until|till|from)\s+", "", body, flags=_I)
+    if _BARE.fullmatch(bare) and not whole:
         return False
     return True
 

@@ -569,3 +569,9 @@ def test_news_tense_reads_past_a_coordinated_subject() -> None:
     # no cue before "and": the verb after it is still this clause's (TimeQA's Josep Rull page), so past
     text = "On 4 December he and some other members of the Government were released on bail."
     assert _pairs(text, "2026-01-01T00:00:00Z") == [_d("2025-12-04", "2025-12-05")]
+
+
+def test_bare_ordinal_after_a_relation_word_is_no_date() -> None:
+    # a numeric cue elsewhere in the sentence ("4-6-0") sends it to Duckling, which reads "after the fourth"
+    text = "Another class 4-6-0 engine, so no. 429 was renamed after the fourth child of King George V."
+    assert _pairs(text) == []
