@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from diachron.retrieval.arguments import clock_argument
 from diachron.retrieval.errors import ServiceError
+from diachron.schemas.errors import ConfigError
 from diachron.schemas.evidence import SearchResult, intent_from_dict
 from diachron.schemas.intent import TemporalIntent
 from diachron.schemas.time import format_instant
@@ -33,6 +34,9 @@ class RemoteClient:
         url: the service's base URL, e.g. ``http://127.0.0.1:8000``.
         timeout: seconds per request (connect and read).
 
+    Raises:
+        ConfigError: ``url`` is no ``http(s)://`` URL (at construction).
+
     Raises (from the methods):
         ServiceError: bad input (status 400/422, the service's reason), a busy or failing service
             (503/504/500), or no service at ``url`` (``status=None``); ``uri`` is ``url``, ``transient`` is
@@ -40,7 +44,13 @@ class RemoteClient:
     """
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
-        self.uri = url.rstrip("/")
+        if not str(url).startswith(("http://", "https://")):
+            raise ConfigError(
+                f"RemoteClient({url!r}) needs a service's http(s):// URL; for a local or s3:// index "
+                "use diachron.connect(uri) or diachron.Client(uri)",
+                setting="url",
+            )
+        self.uri = str(url).rstrip("/")
         self._http = httpx.Client(base_url=self.uri, timeout=timeout)
 
     def __enter__(self) -> RemoteClient:

@@ -68,6 +68,13 @@ def test_connect_gives_a_remote_client_for_http_and_a_local_client_refuses_it(ur
     assert caught.value.setting == "uri" and not caught.value.transient
 
 
+def test_a_remote_client_refuses_a_path():
+    with pytest.raises(ConfigError) as caught:
+        RemoteClient("data/diachron.lancedb")
+    assert "use diachron.connect(uri) or diachron.Client(uri)" in str(caught.value)
+    assert caught.value.setting == "url" and "\n" not in str(caught.value)
+
+
 def test_connect_hands_options_to_the_remote_client():
     client = connect("http://127.0.0.1:9", timeout=1.5)
     assert client._http.timeout.read == 1.5
