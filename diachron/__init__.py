@@ -23,9 +23,27 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from diachron.schemas import errors as _errors
-
 __version__ = "0.2.0"
+
+_ERRORS = (
+    "ConfigError",
+    "DatabaseRefusedError",
+    "DiachronError",
+    "EmbedderMismatchError",
+    "IngestError",
+    "LLMOutputError",
+    "QueryInputError",
+    "RetrievalError",
+    "ServiceError",
+    "SourceError",
+    "StoreConflictError",
+    "StoreNotFoundError",
+    "TerminalError",
+    "TerminalIngestError",
+    "TransientError",
+    "TransientIngestError",
+    "WorkerLostError",
+)
 
 #: public name -> module that defines it (imported on first access, PEP 562)
 _EXPORTS = {
@@ -35,7 +53,7 @@ _EXPORTS = {
     "annotate_text": "diachron.ingest.annotation.text",
     "parse_question": "diachron.retrieval.intent",
     "RepairError": "diachron.repair",
-    **dict.fromkeys(_errors.__all__, _errors.__name__),  # the error tree (pure Python, imported at once)
+    **dict.fromkeys(_ERRORS, "diachron.schemas.errors"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -140,7 +140,7 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _check_sources(sources: list[str]) -> None:
-    """Refuse a missing or unreadable source in one line, before Ray starts (the pipeline's own reader agrees)."""
+    """Refuse a missing or unreadable source in one line, before Ray starts (the pipeline's reader agrees)."""
     for source in sources:
         if source == "sotu" or "://" in source:
             continue
@@ -167,46 +167,50 @@ def _instant(value: str | None, flag: str) -> datetime | None:
         ) from None
 
 
-def _ingest(sources: list[str], db: str, **options: Any) -> Any:
-    """:func:`_run_ingest` with Ray's own log lines filtered off stderr (:mod:`diachron.ray_noise`) unless ``-v``."""
+def _ingest(sources: list[str], config: Any, *, quiet: bool = False) -> Any:
+    """:func:`_run_ingest`, Ray's log lines filtered off stderr (:mod:`diachron.ray_noise`) unless ``-v``."""
     if _VERBOSE:
-        return _run_ingest(sources, db, sys.stderr, **options)
+        return _run_ingest(sources, config, sys.stderr, quiet=quiet)
     from diachron.ray_noise import filtered_stderr
 
     with filtered_stderr() as terminal:
         try:
-            return _run_ingest(sources, db, terminal, **options)
+            return _run_ingest(sources, config, terminal, quiet=quiet)
         finally:
             if "ray" in sys.modules and sys.modules["ray"].is_initialized():
                 sys.modules["ray"].shutdown()  # its farewell lines pass the filter too
 
 
-def _run_ingest(
+def _ingest_config(
     sources: list[str],
     db: str,
-    terminal: Any,
     *,
-    all_sotu: bool,
-    annotator: str,
-    model: str | None,
-    fiscal_calendar: str | None,
-    timezone: str,
-    max_tokens: int | None,
-    ray_address: str | None,
+    all_sotu: bool = False,
+    annotator: str = "rules",
+    model: str | None = None,
+    fiscal_calendar: str | None = None,
+    timezone: str = "UTC",
+    max_tokens: int | None = None,
+    ray_address: str | None = None,
     series_field: str | None = None,
     version_field: str | None = None,
     max_text_chars: int | None = None,
     split_large: bool = False,
-    quiet: bool = False,
 ) -> Any:
-    """One ingest with progress on ``terminal`` (stderr; :class:`~diachron.progress.IngestProgress`)."""
-    from diachron.progress import IngestProgress
+    """The run's frozen :class:`~diachron.ingest.pipeline.IngestConfig` from the ``ingest`` flags, after the
+    checks that need no Ray: sources, ``--db``, annotator, time zone, fiscal calendar (one line each).
 
+    Raises:
+        typer.Exit: a missing or unreadable source (printed); ConfigError, DatabaseRefusedError: terminal.
+    """
     _check_sources(sources)
     from diachron.ingest.preflight import check_location
 
     check_location(db)  # a file or read-only --db: refused before Ray starts (the rest at run_ingest's start)
+    from diachron.ingest.pipeline import IngestConfig
+    from diachron.ingest.sources import SourceLimits
     from diachron.ingest.stages import StageConfig, check_stage_config
+    from diachron.ingest.versioning import LineageConfig
 
     stages = StageConfig(
         max_tokens=max_tokens,
@@ -215,23 +219,12 @@ def _run_ingest(
         fiscal_calendar=fiscal_calendar,
         annotator_options={"model": model} if model else {},
     )
-    check_stage_config(
-        stages
-    )  # a bad --timezone / --fiscal-calendar / --annotator: one line, before Ray starts
-    if not _VERBOSE:  # Ray Data configures its own logger on import: quiet it after, not before
-        import ray.data  # noqa: F401
-
-        for name in ("ray", "ray.data"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-    from diachron.ingest.pipeline import IngestConfig, run_ingest
-    from diachron.ingest.sources import SourceLimits
-    from diachron.ingest.versioning import LineageConfig
-
+    check_stage_config(stages)  # a bad --timezone / --fiscal-calendar / --annotator: one line, before Ray
     limits = SourceLimits(
         **({"max_text_chars": max_text_chars} if max_text_chars else {}),
         oversize="split" if split_large else "quarantine",
     )
-    config = IngestConfig(
+    return IngestConfig(
         db_uri=db,
         stages=stages,
         sotu_years=None if all_sotu else (1920, 1940),
@@ -239,6 +232,19 @@ def _run_ingest(
         limits=limits,
         lineage=LineageConfig(series_field=series_field, version_field=version_field),
     )
+
+
+def _run_ingest(sources: list[str], config: Any, terminal: Any, *, quiet: bool = False) -> Any:
+    """One ingest with progress on ``terminal`` (stderr; :class:`~diachron.progress.IngestProgress`)."""
+    from diachron.progress import IngestProgress
+
+    if not _VERBOSE:  # Ray Data configures its own logger on import: quiet it after, not before
+        import ray.data  # noqa: F401
+
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    from diachron.ingest.pipeline import run_ingest
+
     with IngestProgress(terminal, f"ingest {' '.join(sources)}", quiet=quiet) as progress:
         summary = run_ingest(sources, config, progress=progress)
     if not quiet:
@@ -266,7 +272,9 @@ def ingest(
     fiscal_calendar: Annotated[
         str | None,
         typer.Option(
-            help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb 2022–Jan 2023). Words also work."
+            help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a "
+            "fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb "
+            "2022–Jan 2023). Words also work."
         ),
     ] = None,
     timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
@@ -279,7 +287,8 @@ def ingest(
     series_field: Annotated[
         str | None,
         typer.Option(
-            help="Record field naming each document's series (e.g. 'package'); default: series_id, else inferred from supersedes chains."
+            help="Record field naming each document's series (e.g. 'package'); default: series_id, else "
+            "inferred from supersedes chains."
         ),
     ] = None,
     version_field: Annotated[
@@ -288,7 +297,8 @@ def ingest(
     max_text_chars: Annotated[
         int | None,
         typer.Option(
-            help="Longest text kept as one document (default 2,000,000 characters); longer ones are quarantined, or split with --split-large."
+            help="Longest text kept as one document (default 2,000,000 characters); longer ones are "
+            "quarantined, or split with --split-large."
         ),
     ] = None,
     split_large: Annotated[
@@ -311,7 +321,7 @@ def ingest(
     from diachron.schemas.errors import TerminalError
 
     try:
-        summary = _ingest(
+        config = _ingest_config(
             sources,
             db,
             all_sotu=all_sotu,
@@ -325,8 +335,8 @@ def ingest(
             version_field=version_field,
             max_text_chars=max_text_chars,
             split_large=split_large,
-            quiet=quiet,
         )
+        summary = _ingest(sources, config, quiet=quiet)
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
         raise _fail(" ".join(str(exc).split())) from None
     except typer.Exit:
@@ -366,10 +376,8 @@ def annotate(
     """Run the two-stage rule annotation on TEXT and print chunks with their validity spans, as ingest writes
     them: each interval with its kind (event, state, state_start, state_end, mention, inherited) and, for a
     derived span, its provenance (inferred:next-change, inherited:section, …)."""
-    from diachron.ingest.annotation.base import DocumentContext
-    from diachron.ingest.chunking import SentenceChunker
-    from diachron.ingest.embedding import resolve_embedder
-    from diachron.ingest.stages import StageConfig, build_annotator, check_stage_config, document_times
+    from diachron.ingest.annotation.document import annotate_document, build_chunker
+    from diachron.ingest.stages import StageConfig, build_annotator, check_stage_config
     from diachron.schemas.ids import chunk_id, content_sha256
 
     published = _instant(published_at, "--published-at")  # refused before the tokenizer and grammar load
@@ -379,13 +387,16 @@ def annotate(
     except ValueError as exc:  # ConfigError: an unknown --timezone or a bad --fiscal-calendar, one line
         raise _fail(str(exc)) from None
     body = typer.get_text_stream("stdin").read() if text == "-" else text
-    spec = resolve_embedder(None)
-    chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=spec.max_tokens)
-    annotator = build_annotator(stages)
     doc_id = f"cli@{content_sha256(body)[:12]}"
-    stage1 = annotator.annotate_document(DocumentContext(doc_id, "", body[:1500], body[-1500:], published))
-    chunks = chunker.chunk(body)
-    notes = annotator.annotate_chunks([c.text for c in chunks], doc=stage1)
+    annotated = annotate_document(
+        body,
+        doc_id=doc_id,
+        title="",
+        published_at=published,
+        annotator=build_annotator(stages),
+        chunker=build_chunker(None),
+    )
+    stage1 = annotated.stage1
     payload = {
         "schema_version": SCHEMA_VERSION,
         "published_at": format_instant(stage1.published_at),
@@ -393,8 +404,7 @@ def annotate(
         "abstract": stage1.abstract,
         "chunks": [],
     }
-    times = document_times(body, [c.span for c in chunks], notes, stage1.published_at)
-    for c, when in zip(chunks, times, strict=True):
+    for c, when in zip(annotated.chunks, annotated.times, strict=True):
         payload["chunks"].append(
             {
                 "chunk_id": chunk_id(doc_id, c.seq, c.text),
@@ -410,7 +420,8 @@ def annotate(
         out.print_json(json.dumps(payload))
         return
     out.print(
-        f"published_at: {payload['published_at']} ({payload['published_at_source']})\nabstract: {payload['abstract']}"
+        f"published_at: {payload['published_at']} ({payload['published_at_source']})\n"
+        f"abstract: {payload['abstract']}"
     )
     for c in payload["chunks"]:
         spans = (
@@ -867,17 +878,7 @@ def demo(
     sources = ([str(stocks)] if stocks.is_file() else []) + ["sotu"]
     if not stocks.is_file():
         console.print(f"[yellow]{stocks} not found: ingesting sotu only[/]")
-    _ingest(
-        sources,
-        db,
-        all_sotu=False,
-        annotator="rules",
-        model=None,
-        fiscal_calendar=None,
-        timezone="UTC",
-        max_tokens=None,
-        ray_address=os.environ.get("RAY_ADDRESS"),
-    )
+    _ingest(sources, _ingest_config(sources, db))
     client = Client(db)
     questions = [
         "How did presidents talk about tariffs between 1920 and 1940?",

@@ -153,9 +153,9 @@ def _mean_pooled(spec: EmbedderSpec) -> bool:
 
 
 class _MeanPooledEncoder:
-    """The sentence-transformers computation for a mean-pooled, normalised model, on ``transformers`` + ``tokenizers``
-    directly: the same vectors (checked in tests/test_embedding.py) without importing sentence-transformers
-    (≈1.5 s of a cold ``diachron ask``)."""
+    """The sentence-transformers computation for a mean-pooled, normalised model, on ``transformers`` and
+    ``tokenizers`` directly: the same vectors (checked in tests/test_embedding.py) without importing
+    sentence-transformers (≈1.5 s of a cold ``diachron ask``)."""
 
     def __init__(self, model, tokenizer, device: str) -> None:  # noqa: ANN001
         self.model, self.tokenizer, self.device = model, tokenizer, device

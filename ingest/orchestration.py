@@ -1,4 +1,4 @@
-"""Scheduled ingest in four steps — discover, plan shards, process a shard, finalize — for Airflow and the CLI.
+"""Scheduled ingest in four steps — discover, plan shards, process a shard, finalize — for Airflow, the CLI.
 
 The Airflow DAGs (``dags/nightly_refresh.py``, ``dags/backfill.py``) call these functions and nothing
 else; tests and scripts call them the same way. Everything returned is small and JSON-serialisable
@@ -8,14 +8,14 @@ else; tests and scripts call them the same way. Everything returned is small and
    the ``documents`` table (new documents and changed versions; file mtimes are never used), optionally
    only those whose valid time overlaps a window ``[start, end)``, and stages them as one JSONL file.
 2. :func:`plan_shards` splits the staged file into shard files, keeping each version series together.
-3. :func:`process_shard` runs :func:`diachron.ingest.pipeline.run_ingest` on one shard file: one Ray job against
-   ``RAY_ADDRESS`` (a local Ray when unset). Writes are insert-only with content-derived ids, so a retried
-   shard finishes what a failed attempt started and never duplicates a row.
+3. :func:`process_shard` runs :func:`diachron.ingest.pipeline.run_ingest` on one shard file: one Ray job
+   against ``RAY_ADDRESS`` (a local Ray when unset). Writes are insert-only with content-derived ids, so a
+   retried shard finishes what a failed attempt started and never duplicates a row.
 4. :func:`finalize` compacts the tables, rebuilds their indexes and writes one ``runs`` row for the whole
    orchestrated run (``run_id`` = ``dag-<hash>``), next to the per-shard rows written by ``run_ingest``.
 
-Errors keep the ingest taxonomy (``diachron.ingest.errors``): transient ones propagate so Airflow retries the task;
-:func:`fail_fast` turns terminal ones into ``AirflowFailException`` (no retry).
+Errors keep the ingest taxonomy (``diachron.ingest.errors``): transient ones propagate so Airflow retries
+the task; :func:`fail_fast` turns terminal ones into ``AirflowFailException`` (no retry).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class InjectedShardFault(TransientIngestError):
 
 
 def edge_lookup(name: str) -> str | None:
-    """Look ``name`` up as an Airflow Variable, then in the environment (for use inside Airflow tasks only)."""
+    """Look ``name`` up as an Airflow Variable, then in the environment (inside Airflow tasks only)."""
     from airflow.sdk import Variable
 
     try:
@@ -192,8 +192,8 @@ def _coerce(name: str, value: Any) -> Any:
 def fail_fast() -> Iterator[None]:
     """Inside an Airflow task: re-raise terminal errors as ``AirflowFailException`` so no retry is spent.
 
-    Terminal = :class:`diachron.schemas.errors.TerminalError` or :class:`diachron.ingest.sources.SourceError`; every other
-    exception (transient ones included) propagates unchanged and Airflow retries the task.
+    Terminal = :class:`diachron.schemas.errors.TerminalError` or :class:`diachron.ingest.sources.SourceError`;
+    every other exception (transient ones included) propagates unchanged and Airflow retries the task.
     """
     try:
         yield
@@ -251,16 +251,7 @@ def discover(
     from diachron.ingest.store import Store
     from diachron.ingest.versioning import plan_versions
 
-    window = settings.window()
-    docs, rejected, outside = [], [], 0
-    for source in expand_sources(settings.sources):
-        for item in load_source(source, sotu_years=None):
-            if isinstance(item, Rejected):
-                rejected.append(item)
-            elif _in_window(item, window):
-                docs.append(item)
-            else:
-                outside += 1
+    docs, rejected, outside = _read_sources(settings)
     store = Store(settings.db_uri, dim=resolve_embedder(settings.embedder).dim)
     stored = stored_versions(
         store, docs, store.dead_runs(), settings.lineage
@@ -289,6 +280,27 @@ def discover(
     }
 
 
+def _read_sources(settings: Settings) -> tuple[list[SourceDocument], list[Rejected], int]:
+    """The sources' documents inside the valid-time window, the rejected records, and how many lay outside.
+
+    Raises:
+        SourceError: a source is missing or matches nothing.
+    """
+    window = settings.window()
+    docs: list[SourceDocument] = []
+    rejected: list[Rejected] = []
+    outside = 0
+    for source in expand_sources(settings.sources):
+        for item in load_source(source, sotu_years=None):
+            if isinstance(item, Rejected):
+                rejected.append(item)
+            elif _in_window(item, window):
+                docs.append(item)
+            else:
+                outside += 1
+    return docs, rejected, outside
+
+
 def _take(todo: set[tuple[str, str]], doc: SourceDocument) -> bool:
     """True the first time a (doc id, content hash) pair planned for ingest is seen."""
     key = (doc.doc_id, content_sha256(doc.text))
@@ -314,7 +326,7 @@ def _staging(settings: Settings, run_key: str) -> Path:
 
 
 def _instant_text(value: datetime | None, zone: str | None) -> str | None:
-    """An instant written so that :mod:`diachron.ingest.sources` reads back the same instant and the same zone."""
+    """An instant written so that :mod:`diachron.ingest.sources` reads back the same instant and zone."""
     if value is None:
         return None
     if zone and zone[0] in "+-" and len(zone) == 6:
@@ -325,7 +337,7 @@ def _instant_text(value: datetime | None, zone: str | None) -> str | None:
 
 
 def source_record(doc: SourceDocument) -> dict[str, Any]:
-    """The JSONL record that :func:`diachron.ingest.sources.load_source` reads back as ``doc`` (round trip)."""
+    """The JSONL record :func:`diachron.ingest.sources.load_source` reads back as ``doc`` (round trip)."""
     zone = doc.source_timezone
     known = {
         "doc_id": doc.doc_id,
@@ -407,7 +419,7 @@ def plan_shards(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
 def process_shard(
     shard: Mapping[str, Any], manifest: Mapping[str, Any], *, attempt: int = 1
 ) -> dict[str, Any]:
-    """Ingest one shard file with :func:`diachron.ingest.pipeline.run_ingest` (one Ray job; tables not optimised here).
+    """Ingest one shard file with :func:`diachron.ingest.pipeline.run_ingest` (one Ray job; no optimize).
 
     Args:
         shard: one item of :func:`plan_shards`.
@@ -473,7 +485,8 @@ def finalize(
     """Compact the tables, rebuild their indexes, and write the orchestrated run's ``runs`` row.
 
     The row's ``run_id`` is ``dag-`` + a hash of ``dag_id`` and the run key, so re-running finalize writes
-    nothing new; its ``config_json`` holds the DAG id, run key, data interval, window, reason and shard run ids.
+    nothing new; its ``config_json`` holds the DAG id, run key, data interval, window, reason and shard run
+    ids.
 
     Returns:
         ``{"run_id", "documents_discovered", "documents_written", "chunks_written", "shards"}``.
@@ -493,6 +506,29 @@ def finalize(
     if written or chunks:
         store.optimize()
     run_id = "dag-" + short_hash(dag_id, manifest["run_key"])
+    row = _finalize_row(manifest, shard_results, run_id, dag_id, spec, started_at)
+    store.insert_new(
+        "runs", pa.Table.from_pylist([row], schema=arrow_schema(RunRecord)), now=row["finished_at"]
+    )
+    return {
+        "run_id": run_id,
+        "documents_discovered": manifest["documents"],
+        "documents_written": written,
+        "chunks_written": chunks,
+        "shards": len(shard_results),
+    }
+
+
+def _finalize_row(
+    manifest: Mapping[str, Any],
+    shard_results: list[Mapping[str, Any]],
+    run_id: str,
+    dag_id: str,
+    spec: Any,
+    started_at: datetime | None,
+) -> dict[str, Any]:
+    """The orchestrated run's ``runs`` row (``finished_at`` now, UTC)."""
+    settings = Settings(**manifest["settings"])
     config = {
         "dag_id": dag_id,
         "run_key": manifest["run_key"],
@@ -505,7 +541,7 @@ def finalize(
         "outside_window": manifest["outside_window"],
     }
     finished = datetime.now(UTC)
-    row = {
+    return {
         "run_id": run_id,
         "started_at": started_at or finished,
         "finished_at": finished,
@@ -514,16 +550,8 @@ def finalize(
         "embedder": spec.id,
         "embedding_dim": spec.dim,
         "documents_seen": manifest["documents"],
-        "documents_written": written,
-        "chunks_written": chunks,
+        "documents_written": sum(r["documents_written"] for r in shard_results),
+        "chunks_written": sum(r["chunks_written"] for r in shard_results),
         "quarantined": manifest["rejected"] + sum(r["quarantined"] for r in shard_results),
         "status": "success",
-    }
-    store.insert_new("runs", pa.Table.from_pylist([row], schema=arrow_schema(RunRecord)), now=finished)
-    return {
-        "run_id": run_id,
-        "documents_discovered": manifest["documents"],
-        "documents_written": written,
-        "chunks_written": chunks,
-        "shards": len(shard_results),
     }

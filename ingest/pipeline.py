@@ -27,7 +27,7 @@ from diachron.ingest.embedding import resolve_embedder
 from diachron.ingest.errors import EmbedderMismatchError, WorkerLostError
 from diachron.ingest.planning import plan_staged, planned_block, stored_versions
 from diachron.ingest.preflight import check_database
-from diachron.ingest.reading import INCOMING_SCHEMA, read_sources
+from diachron.ingest.reading import INCOMING_SCHEMA, cluster_cpus, read_sources
 from diachron.ingest.sources import SOTU_DEFAULT_YEARS, SourceLimits, source_shards
 from diachron.ingest.stages import (
     AnnotateStage,
@@ -222,14 +222,10 @@ def run_ingest(
         config.stages
     )  # a bad --timezone / --fiscal-calendar / annotator: refused before Ray starts
     _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
-    check_database(
-        config.db_uri,
-        dim=resolve_embedder(config.stages.embedder).dim,
-        storage_options=config.storage_options,
-    )  # a file, read-only or foreign --db: refused now
-    shards = [shard for source in sources for shard in source_shards(source, sotu_years=config.sotu_years)]
-
     spec = resolve_embedder(config.stages.embedder)
+    # a file, read-only or foreign --db: refused now
+    check_database(config.db_uri, dim=spec.dim, storage_options=config.storage_options)
+    shards = [shard for source in sources for shard in source_shards(source, sotu_years=config.sotu_years)]
     store = Store(config.db_uri, dim=spec.dim, storage_options=config.storage_options)
     _check_embedder(store, spec.id)
     store.table("documents")  # created here, not by a worker
@@ -519,12 +515,6 @@ def _cpu_nodes() -> list[dict[str, Any]]:
     return [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
 
 
-def _cpus() -> int:
-    import ray
-
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-
 def _spread() -> dict[str, Any]:
     return {"scheduling_strategy": "SPREAD"}
 
@@ -620,7 +610,7 @@ def _run_stages(
         batch_format="pyarrow",
         batch_size=1,
         num_cpus=0,
-        compute=ray.data.TaskPoolStrategy(size=min(blocks, _cpus())),
+        compute=ray.data.TaskPoolStrategy(size=min(blocks, cluster_cpus())),
     )
     ds = ds.map_batches(
         AnnotateStage,

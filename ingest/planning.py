@@ -165,43 +165,12 @@ def plan_staged(
     plan = plan_versions(docs, stored, hashes=hashes)  # fields were mapped on the workers
     todo, duplicates = _unique_ids(plan.todo)
     rows = [quarantine_row(r.stage, r.record_id, r.reason, r.payload, run_id, started) for r in plan.issues]
-    if duplicates:
-        texts = incoming.take([p.source.metadata[_SEQ][1] for p in duplicates], columns=["text"]).column(
-            "text"
-        )
-        rows += [
-            quarantine_row(
-                "plan",
-                p.doc_id,
-                "duplicate doc_id in the batch: an earlier record has this id with other content",
-                {"doc_id": p.doc_id, "text": t[:2000]},
-                run_id,
-                started,
-            )
-            for p, t in zip(duplicates, texts.to_pylist(), strict=True)
-        ]
+    rows += _duplicate_rows(incoming, duplicates, run_id, started)
     unique = list({q["quarantine_id"]: q for q in rows}.values())
     fragments = staging.write(
         "quarantine", pa.Table.from_pylist(unique, schema=arrow_schema(QuarantineRecord))
     )
-    out = pa.Table.from_pylist(
-        [
-            {
-                "seq": p.source.metadata[_SEQ][0],
-                "offset": p.source.metadata[_SEQ][1],
-                "p_doc_id": p.doc_id,
-                "p_series_id": p.series_id,
-                "p_supersedes": p.supersedes,
-                "p_relation": p.relation,
-                "p_valid_until": p.source.valid_until,
-                "p_notes": json.dumps(n)
-                if (n := {k: p.source.metadata[k] for k in _NOTES if k in p.source.metadata})
-                else None,
-            }
-            for p in todo
-        ],
-        schema=PLAN_SCHEMA,
-    )
+    out = pa.Table.from_pylist([_plan_row(p) for p in todo], schema=PLAN_SCHEMA)
     info = {
         "todo": len(todo),
         "unchanged": len(plan.unchanged),
@@ -209,6 +178,38 @@ def plan_staged(
         "quarantine": fragments,
     }
     return out, info
+
+
+def _duplicate_rows(
+    incoming: Any, duplicates: list[PlannedDocument], run_id: str, started: datetime
+) -> list[dict[str, Any]]:
+    """One ``plan`` quarantine row per record whose ``doc_id`` an earlier record of the batch holds."""
+    from diachron.ingest.stages import quarantine_row
+
+    if not duplicates:
+        return []
+    offsets = [p.source.metadata[_SEQ][1] for p in duplicates]
+    texts = incoming.take(offsets, columns=["text"]).column("text").to_pylist()
+    reason = "duplicate doc_id in the batch: an earlier record has this id with other content"
+    return [
+        quarantine_row("plan", p.doc_id, reason, {"doc_id": p.doc_id, "text": t[:2000]}, run_id, started)
+        for p, t in zip(duplicates, texts, strict=True)
+    ]
+
+
+def _plan_row(p: PlannedDocument) -> dict[str, Any]:
+    """The plan row (:data:`PLAN_SCHEMA`) of one document to process."""
+    notes = {k: p.source.metadata[k] for k in _NOTES if k in p.source.metadata}
+    return {
+        "seq": p.source.metadata[_SEQ][0],
+        "offset": p.source.metadata[_SEQ][1],
+        "p_doc_id": p.doc_id,
+        "p_series_id": p.series_id,
+        "p_supersedes": p.supersedes,
+        "p_relation": p.relation,
+        "p_valid_until": p.source.valid_until,
+        "p_notes": json.dumps(notes) if notes else None,
+    }
 
 
 def planned_block(

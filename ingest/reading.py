@@ -3,10 +3,11 @@
 The driver splits the sources into shards (:func:`diachron.ingest.sources.source_shards`: byte ranges,
 row groups, runs of files; sizes and names only) and runs one Ray Data task per shard. A task reads and
 validates its records (:func:`diachron.ingest.sources.read_shard`, the same parser as
-:func:`~diachron.ingest.sources.load_source`), maps the lineage fields (:func:`~diachron.ingest.versioning.map_fields`),
-hashes each text, and writes the documents to the run's staged ``incoming`` table and each rejected record
-to its staged ``quarantine`` (a row with the reason); it hands back fragment metadata and counts only.
-Every document carries ``seq`` (shard index × 2³² + position in the shard), so the source order survives.
+:func:`~diachron.ingest.sources.load_source`), maps the lineage fields
+(:func:`~diachron.ingest.versioning.map_fields`), hashes each text, and writes the documents to the run's
+staged ``incoming`` table and each rejected record to its staged ``quarantine`` (a row with the reason);
+it hands back fragment metadata and counts only. Every document carries ``seq`` (shard index × 2³² +
+position in the shard), so the source order survives.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["INCOMING_SCHEMA", "parse_shard", "read_sources"]
+__all__ = ["INCOMING_SCHEMA", "cluster_cpus", "parse_shard", "read_sources"]
 
 TS = pa.timestamp("us", tz="UTC")
 #: the staged ``incoming`` table: one row per source document, mapped lineage fields, text and its hash
@@ -138,7 +139,7 @@ def read_sources(
             "started": started,
         },
         num_cpus=0.1,
-        compute=ray.data.TaskPoolStrategy(size=min(len(items), _cpus())),
+        compute=ray.data.TaskPoolStrategy(size=min(len(items), cluster_cpus())),
     )  # a concurrent
     # run's actors may hold most CPUs: a small slot, a few tasks at a time
     out: dict[str, Any] = {"incoming": [], "quarantine": [], "documents": 0, "rejected": 0}
@@ -150,7 +151,8 @@ def read_sources(
     return out
 
 
-def _cpus() -> int:
+def cluster_cpus() -> int:
+    """CPUs of the Ray cluster this process is connected to (at least 1)."""
     import ray
 
     return max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -56,7 +56,7 @@ class Staging:
         return [json.dumps(f.to_json()) for f in fragments]
 
     def commit(self, name: str, fragments: list[str], schema: pa.Schema) -> Any:
-        """Commit the fragments of ``name`` (one transaction); returns the staged ``LanceDataset`` or ``None``."""
+        """Commit the fragments of ``name`` (one transaction); the staged ``LanceDataset``, or ``None``."""
         if not fragments:
             return None
         import lance

@@ -161,7 +161,7 @@ class Store:
     def merge_staged(
         self, name: str, batches: Iterator[pa.RecordBatch], *, recorded_at: datetime, replace_runs: set[str]
     ) -> dict[str, int]:
-        """Merge staged rows into ``name`` in one transaction; returns ``{"inserted", "replaced", "duplicates"}``.
+        """Merge staged rows into ``name`` in one transaction; ``{"inserted", "replaced", "duplicates"}``.
 
         New keys are inserted; keys held by a row of a run in ``replace_runs`` (dead runs) are replaced;
         every other existing key is left alone (insert-only). ``recorded_at`` is set to the commit time on

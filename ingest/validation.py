@@ -162,7 +162,8 @@ class Validator:
         Returns:
             Row position -> failures, one readable line each with the interval, e.g. ``"interval end before
             start: [2015-03-01T00:00:00Z, 2015-02-01T00:00:00Z) (ExpectColumnPairValuesAToBeGreaterThanB)"``,
-            ``"interval spans more than 100 years as written: [1900-01-01T00:00:00Z, 2101-01-01T00:00:00Z) …"``.
+            ``"interval spans more than 100 years as written: [1900-01-01T00:00:00Z,
+            2101-01-01T00:00:00Z) …"``.
         """
         self._ensure()
         e, c = self._gx.expectations, self.config

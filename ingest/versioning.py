@@ -106,7 +106,7 @@ class VersionPlan:
 
 
 def id_prefix(doc_id: str) -> str | None:
-    """The part of ``doc_id`` before its last ``/`` (``tzdb-release/2022f`` → ``tzdb-release``), or ``None``."""
+    """``doc_id`` before its last ``/`` (``tzdb-release/2022f`` → ``tzdb-release``), or ``None``."""
     head, sep, tail = doc_id.rpartition("/")
     return head if sep and head and tail else None
 
@@ -402,14 +402,22 @@ def plan_versions(
         kept[(series[i], sha)] = doc_id
         taken.add(doc_id)
         plan.todo.append(PlannedDocument(source, doc_id, series[i], sha, supersedes, relation))
-    for item in plan.todo:  # a predecessor skipped as unchanged is the row that holds its content
+    _follow_aliases(plan.todo, alias, skipped, taken)
+    _derive_valid_until(plan.todo)
+    return plan
+
+
+def _follow_aliases(
+    todo: list[PlannedDocument], alias: dict[str, str], skipped: dict[str, str | None], taken: set[str]
+) -> None:
+    """A predecessor skipped as unchanged is the row that holds its content (``alias``; else its own
+    predecessor, ``skipped``): point each planned document's ``supersedes`` at a row that exists."""
+    for item in todo:
         for _ in range(len(alias)):
             if item.supersedes not in alias or item.supersedes in taken:
                 break
             ref = item.supersedes
             item.supersedes = alias[ref] if alias[ref] != item.doc_id else skipped[ref]
-    _derive_valid_until(plan.todo)
-    return plan
 
 
 def _noted(doc: SourceDocument, *, inferred: bool, unresolved: str | None) -> SourceDocument:
@@ -420,7 +428,7 @@ def _noted(doc: SourceDocument, *, inferred: bool, unresolved: str | None) -> So
 
 
 def _derive_valid_until(todo: Iterable[PlannedDocument]) -> None:
-    """Within each series of the batch, v_n without ``valid_until`` is valid until v_{n+1}'s ``valid_from``."""
+    """Within each series of the batch, v_n without ``valid_until`` is valid until v_{n+1}'s valid_from."""
     series: dict[str, list[PlannedDocument]] = defaultdict(list)
     for item in todo:
         if item.source.valid_from is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from diachron.schemas.time import Interval
 
@@ -42,7 +42,9 @@ class ChunkAnnotation:
     """Stage-2 result: intervals (half-open UTC), the surface text and the kind of each.
 
     ``kinds`` is parallel to ``intervals`` (``event`` | ``state`` | ``state_start`` | ``state_end`` |
-    ``mention``, see :mod:`diachron.ingest.annotation.spans`); empty means all ``event``.
+    ``mention``, see :mod:`diachron.ingest.annotation.spans`); empty means all ``event``. ``mentions`` (rules
+    backend only, else empty): the tagger's :class:`~diachron.temporal.tagger.TimeMention` behind each
+    interval (expression, character span in the chunk, relation word, reading).
     """
 
     intervals: list[Interval]
@@ -50,6 +52,7 @@ class ChunkAnnotation:
     annotator: str = "rules"
     flags: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
+    mentions: list[Any] = field(default_factory=list)
 
 
 class Annotator(Protocol):

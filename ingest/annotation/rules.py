@@ -2,12 +2,13 @@
 
 Stage 1: publication time from metadata, else the first explicit day in the document's first line (a
 dateline, at most 200 characters), else in its last line; the abstract is the lead: the first one or two
-sentences, at most ``abstract_chars`` characters. Stage 2: temporal expressions found by :mod:`diachron.temporal.tagger`,
-resolved against the document's publication time (never the processing clock) — anaphoric ones ("two years
-later", "the following season") against the narrative's previous mention (:mod:`diachron.temporal.anaphora`)
-—, each with its kind
-(:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention); "now" in a
-dated text is its publication day (documents are dated to the day: not the first second of it).
+sentences, at most ``abstract_chars`` characters. Stage 2: temporal expressions found by
+:mod:`diachron.temporal.tagger`, resolved against the document's publication time (never the processing
+clock) — anaphoric ones ("two years later", "the following season") against the narrative's previous
+mention (:mod:`diachron.temporal.anaphora`) —, each with its kind
+(:func:`diachron.ingest.annotation.spans.classify`: event, state, state start or end, mention), one entry
+per distinct interval and kind; "now" in a dated text is its publication day (documents are dated to the
+day: not the first second of it).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class RuleAnnotator:
                     [m.text for m, _ in found],
                     self.name,
                     kinds=[k for _, k in found],
+                    mentions=[m for m, _ in found],
                 )
             )
         return out

@@ -26,8 +26,9 @@ words of the clause). :func:`document_timeline` then works over one document's c
    cup in 2009", does not say when the state began); with no change before it, the document's first dated
    point (``inferred:timeline-start``: the state held as far back as the document's timeline reaches),
    else the open past. The derived span is added beside the literal one (the literal date stays:
-   it is the evidence), with ``provenance`` ``inferred:next-change``, ``inferred:to-publication``, ``inferred:open``,
-   ``inferred:previous-change``, ``inferred:timeline-start`` or ``inferred:open-past``; literal intervals have ``provenance = None``.
+   it is the evidence), with ``provenance`` ``inferred:next-change``, ``inferred:to-publication``,
+   ``inferred:open``, ``inferred:previous-change``, ``inferred:timeline-start`` or ``inferred:open-past``;
+   literal intervals have ``provenance = None``.
 2. **Carrying.** A chunk's dated facts hold from its first date until the document's timeline moves on:
    ``[earliest start, next dated point at or after its latest end)``, kind ``state``, provenance
    ``inferred:timeline`` (nothing is carried when nothing later is dated: a single-chunk document gets
@@ -308,12 +309,12 @@ def classify(text: str, span: tuple[int, int], *, is_range: bool = False) -> str
     Rules, first match wins: a year "to present" ("2019–present") is a ``state_start``; a date in
     parentheses between a name and its verb ("Audie Murphy ( 20 June 1925 – 28 May 1971 ) was …": a
     lifespan, written to identify the subject) a ``mention``; an explicit range (``is_range``, or "from X
-    to Y" / "between X and Y") is a ``state``; an end word in the clause before it ("until", "left", "resigned") a ``state_end``; a start
-    word before it ("since", "became", "joined", "was appointed") or "on/onwards" after it a
-    ``state_start``; a bare date used as a modifier ("the 2002 election") or a comparison's base
-    ("compared with $57.59 at the close of October 31, 2005", "up from … in 2008", "than in 1990") a
-    ``mention``; a figure stated at a date (a price, a percentage: "shares closed April 2000 at $124.06")
-    an ``event``; else an ``event``.
+    to Y" / "between X and Y") is a ``state``; an end word in the clause before it ("until", "left",
+    "resigned") a ``state_end``; a start word before it ("since", "became", "joined", "was appointed") or
+    "on/onwards" after it a ``state_start``; a bare date used as a modifier ("the 2002 election") or a
+    comparison's base ("compared with $57.59 at the close of October 31, 2005", "up from … in 2008", "than
+    in 1990") a ``mention``; a figure stated at a date (a price, a percentage: "shares closed April 2000 at
+    $124.06") an ``event``; else an ``event``.
     The relation word nearest before the date decides; failing that, the first one after it in the same
     clause ("On 1 May 2006, he was appointed …").
     """
@@ -527,8 +528,40 @@ def document_timeline(
     sections = list(sections) if sections is not None else [0] * len(chunks)
     carry = carry and headed  # a speech naming 1812 in passing does not narrate 1812 onwards
     literal = [s for spans in chunks for s in spans]
-    changes, points = _changes(literal), _points(literal)
     published_end = period(published_at, Granularity.DAY).end if published_at is not None else None
+    own = _derived(chunks, sections, literal, published_end, headed=headed, lead=lead, carry=carry)
+    by_section: dict[int, list[Span]] = {}
+    for n, spans in zip(sections, own, strict=True):
+        by_section.setdefault(n, []).extend(spans)
+    for n, spans in (headings or {}).items():
+        by_section.setdefault(n, []).extend(spans)
+    extent = _hull(literal)
+    page = _hull([x for v in own for x in v])
+    if page is not None and lead_present and published_at is None:
+        page = Interval(page.start, None, page.granularity)
+    out = []
+    for n, spans in zip(sections, own, strict=True):
+        # the lead summarizes the whole page: its section is the page
+        section = (page if n == lead else _hull(by_section.get(n, []))) if headed else None
+        if section is not None and published_end is not None:
+            section = _capped(section, published_end)
+        spans = [c for c in (_cap(s, published_end) for s in spans) if c is not None]
+        out.append(_chunk_time(spans, section, extent, published_at, widen=widen))
+    return out
+
+
+def _derived(
+    chunks: Sequence[Sequence[Span]],
+    sections: list[int],
+    literal: list[Span],
+    published_end: datetime | None,
+    *,
+    headed: bool,
+    lead: int | None,
+    carry: bool,
+) -> list[list[Span]]:
+    """Each chunk's literal spans plus the state spans opened, closed and carried from them."""
+    changes, points = _changes(literal), _points(literal)
     lead_changes = _changes(
         [s for n, spans in zip(sections, chunks, strict=True) if n == lead for s in spans]
     )
@@ -552,53 +585,39 @@ def document_timeline(
         carried = _carry(spans, points) if carry else None
         derived += [carried] if carried is not None else []
         own.append([*spans, *derived])
-    by_section: dict[int, list[Span]] = {}
-    for n, spans in zip(sections, own, strict=True):
-        by_section.setdefault(n, []).extend(spans)
-    for n, spans in (headings or {}).items():
-        by_section.setdefault(n, []).extend(spans)
-    extent = _hull(literal)
-    page = _hull([x for v in own for x in v])
-    if page is not None and lead_present and published_at is None:
-        page = Interval(page.start, None, page.granularity)
-    out = []
-    for n, spans in zip(sections, own, strict=True):
-        # the lead summarizes the whole page: its section is the page
-        section = (page if n == lead else _hull(by_section.get(n, []))) if headed else None
-        if section is not None and published_end is not None:
-            section = _capped(section, published_end)
-        spans = [c for c in (_cap(s, published_end) for s in spans) if c is not None]
-        if spans:
-            wider = (
-                [Span(section, "inherited", None, "inherited:section")]
-                if widen and section is not None and all(s.interval != section for s in spans)
-                else []
-            )
-            out.append(ChunkTime([*spans, *wider], "event", "known"))
-            continue
-        if section is not None:
-            out.append(
-                ChunkTime(
-                    [Span(section, "inherited", None, "inherited:section")], "inherited:section", "known"
-                )
-            )
-        elif extent is not None and published_at is None:
-            out.append(
-                ChunkTime(
-                    [Span(extent, "inherited", None, "inherited:document")], "inherited:document", "known"
-                )
-            )
-        elif published_at is not None:
-            out.append(
-                ChunkTime(
-                    [Span(period(published_at, Granularity.DAY), "event", None, "published")],
-                    "published",
-                    "known",
-                )
-            )
-        else:
-            out.append(ChunkTime([], "unknown", "unknown"))
-    return out
+    return own
+
+
+def _chunk_time(
+    spans: list[Span],
+    section: Interval | None,
+    extent: Interval | None,
+    published_at: datetime | None,
+    *,
+    widen: bool,
+) -> ChunkTime:
+    """A chunk's time: its own spans (and its section's), else its section's, else the document's extent
+    (undated documents), else the publication day, else unknown."""
+    if spans:
+        wider = (
+            [Span(section, "inherited", None, "inherited:section")]
+            if widen and section is not None and all(s.interval != section for s in spans)
+            else []
+        )
+        return ChunkTime([*spans, *wider], "event", "known")
+    if section is not None:
+        return ChunkTime(
+            [Span(section, "inherited", None, "inherited:section")], "inherited:section", "known"
+        )
+    if extent is not None and published_at is None:
+        return ChunkTime(
+            [Span(extent, "inherited", None, "inherited:document")], "inherited:document", "known"
+        )
+    if published_at is not None:
+        return ChunkTime(
+            [Span(period(published_at, Granularity.DAY), "event", None, "published")], "published", "known"
+        )
+    return ChunkTime([], "unknown", "unknown")
 
 
 def _capped(interval: Interval, end: datetime) -> Interval | None:

@@ -1,4 +1,4 @@
-"""``annotate_text``: the rule annotation of one text, in process (no Ray, no index) — chunks with typed intervals.
+"""``annotate_text``: the rule annotation of one text, in process (no Ray, no index): typed intervals.
 
 The same steps as the ingest pipeline's annotate stage (DESIGN.md, "Ingest"): stage 1 (publication time
 from the argument, else a dateline), sentence chunking with the embedder's tokenizer, stage 2 (time
@@ -15,8 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from diachron.schemas.time import Interval, to_utc
-from diachron.temporal.anaphora import NarrativeClock
-from diachron.temporal.tagger import FiscalCalendar, TaggerConfig, extract_mentions
+from diachron.temporal.tagger import FiscalCalendar, TaggerConfig
 
 __all__ = ["AnnotatedChunk", "TextInterval", "annotate_text"]
 
@@ -84,7 +83,8 @@ def annotate_text(
 
         >>> from datetime import datetime, UTC
         >>> from diachron import annotate_text
-        >>> [c] = annotate_text("Talks were put off until Monday.", published_at=datetime(2015, 2, 22, tzinfo=UTC))
+        >>> day = datetime(2015, 2, 22, tzinfo=UTC)
+        >>> [c] = annotate_text("Talks were put off until Monday.", published_at=day)
         >>> [(str(i.interval), i.expression, i.span, i.relation) for i in c.intervals]
         [('[2015-02-23T00:00:00Z, 2015-02-24T00:00:00Z)', 'Monday', (25, 31), 'until')]
 
@@ -97,41 +97,35 @@ def annotate_text(
         max_tokens: chunk size in tokens (default: the embedder's maximum input length, 256).
 
     Returns:
-        The chunks in order, each with its intervals (half-open UTC) in text order; one entry per
-        expression (the ingest pipeline keeps one per distinct interval and kind).
+        The chunks in order, each with its intervals (half-open UTC) in text order: one entry per distinct
+        interval and kind, "now" in a dated text read as its publication day — the steps of the ingest
+        pipeline (:func:`~diachron.ingest.annotation.document.annotate_document`).
 
     Raises:
         ValueError: an unknown time zone or an unreadable fiscal calendar.
     """
-    from diachron.ingest.annotation.base import DocumentContext
+    from diachron.ingest.annotation.document import annotate_document, build_chunker
     from diachron.ingest.annotation.rules import RuleAnnotator
-    from diachron.ingest.annotation.spans import classify
-    from diachron.ingest.chunking import SentenceChunker
-    from diachron.ingest.embedding import resolve_embedder
 
     config = TaggerConfig.from_options(timezone, fiscal_calendar)
-    annotator = RuleAnnotator(tagger=config)
     published = to_utc(published_at) if published_at is not None else None
-    stage1 = annotator.annotate_document(DocumentContext("text", "", text[:1500], text[-1500:], published))
-    spec = resolve_embedder(None)
-    chunker = SentenceChunker(spec.load_tokenizer(), max_tokens=max_tokens or spec.max_tokens)
-    out: list[AnnotatedChunk] = []
-    clock = NarrativeClock(stage1.published_at, timezone=config.timezone)
-    for chunk in chunker.chunk(text):
-        base = chunk.span[0]
-        mentions = clock.read(
-            chunk.text, extract_mentions(chunk.text, reference=stage1.published_at, config=config)
-        )
-        intervals = [
-            TextInterval(
-                m.interval,
-                classify(chunk.text, m.span, is_range=m.is_range),
-                m.text,
-                (base + m.span[0], base + m.span[1]),
-                m.relation,
-                m.reading,
-            )
-            for m in mentions
-        ]
-        out.append(AnnotatedChunk(chunk.seq, chunk.text, chunk.span, intervals))
-    return out
+    annotated = annotate_document(
+        text,
+        doc_id="text",
+        title="",
+        published_at=published,
+        annotator=RuleAnnotator(tagger=config),
+        chunker=build_chunker(None, max_tokens),
+    )
+    return [
+        AnnotatedChunk(chunk.seq, chunk.text, chunk.span, _intervals(chunk.span[0], note))
+        for chunk, note in zip(annotated.chunks, annotated.notes, strict=True)
+    ]
+
+
+def _intervals(base: int, note: Any) -> list[TextInterval]:
+    """A chunk's stage-2 mentions as :class:`TextInterval`, spans shifted by the chunk's offset ``base``."""
+    return [
+        TextInterval(m.interval, kind, m.text, (base + m.span[0], base + m.span[1]), m.relation, m.reading)
+        for m, kind in zip(note.mentions, note.kinds, strict=True)
+    ]
