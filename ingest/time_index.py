@@ -387,7 +387,7 @@ def publish_time_index(
     ``pyarrow.ArrowException`` when the store cannot be written.
     """
     import pyarrow.fs as pafs
-    from diachron.retrieval.index_cache import cache_dir, fetch, read_pointer
+    from diachron.retrieval.index_cache import cache_dir, drop_older, fetch, read_pointer
 
     previous = read_pointer(table_uri, storage_options)
     seed = fetch(table_uri, storage_options) if previous else None
@@ -419,5 +419,6 @@ def publish_time_index(
         shutil.rmtree(work, ignore_errors=True)
     else:
         work.rename(target)
+    drop_older(root, target)
     log.info("time index v%d published beside %s", version, table_uri)
     return manifest

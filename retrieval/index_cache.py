@@ -29,7 +29,7 @@ from typing import Any
 
 from diachron.schemas import time_index as fmt
 
-__all__ = ["STAMP_SECONDS", "cache_dir", "fetch", "read_pointer", "stamp"]
+__all__ = ["STAMP_SECONDS", "cache_dir", "drop_older", "fetch", "read_pointer", "stamp"]
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +98,12 @@ def fetch(table_uri: str, storage_options: dict[str, str] | None = None) -> Path
     log.info(
         "time index v%s of %s cached in %.1f s", pointer["table_version"], table_uri, time.perf_counter() - t0
     )
-    _drop_older(root, target)
+    drop_older(root, target)
     return target
 
 
-def _drop_older(root: Path, keep: Path) -> None:
-    """Remove the cached versions other than ``keep`` (and ``build.*`` work folders are left alone)."""
+def drop_older(root: Path, keep: Path) -> None:
+    """Remove the cached versions under ``root`` other than ``keep`` (``build.*`` work folders stay)."""
     for other in root.glob("v*"):
         if other != keep and other.is_dir():
             shutil.rmtree(other, ignore_errors=True)

@@ -152,6 +152,12 @@ def test_index_published_on_s3_is_read_through_a_cache_and_extended(s3, tmp_path
     monkeypatch.setenv("DIACHRON_CACHE", str(tmp_path / "writer"))
     again = publish_time_index(table.to_lance(), table_uri, options, **BUILD)
     assert again["incremental_from_rows"] == N and again["num_rows"] == N + MORE
+    writer_cache = sorted(p.name for p in index_cache.cache_dir(table_uri).iterdir())
+    assert writer_cache == [
+        f"v{again['table_version']}"
+    ]  # the published build, nothing older, no work folder
+    published = {k.split("/")[0] for k in _keys(endpoint, "replicas/db/chunks.time_index/")}
+    assert published == {"latest.json", f"v{version}", f"v{again['table_version']}"}
     monkeypatch.setenv("DIACHRON_CACHE", str(tmp_path / "reader"))
     assert grown.is_stale()  # same table version, a newer index
     fresh = Searcher(lancedb.connect(uri).open_table("chunks"), temporal_weight=0.0)
