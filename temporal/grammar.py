@@ -199,6 +199,31 @@ def _ordinary_word(m: DucklingMatch, piece: str) -> bool:
     return _VERB_AFTER.match(after) is not None
 
 
+# "Since January, 40 people have died": the number after the comma counts the next clause's noun
+_TRAILING_COUNT = re.compile(r"(?P<head>.*[A-Za-z.])\s*,\s*\d{1,3}")
+
+
+def _without_count(m: DucklingMatch, piece: str, reference: datetime, timezone: str) -> DucklingMatch | None:
+    """``m`` without a trailing ", NN" that begins a counted phrase ("January, 40 people"): the words
+    before the comma re-read alone (None when they read as nothing); ``m`` itself otherwise."""
+    found = _TRAILING_COUNT.fullmatch(m.text)
+    if not found or not re.match(r"\s+[a-z]", piece[m.span[1] : m.span[1] + 2]):
+        return m
+    head = found["head"]
+    again = _reparse(head, reference, timezone)
+    if again is None:
+        return None
+    return DucklingMatch(
+        (m.span[0], m.span[0] + len(head)),
+        head,
+        again.interval,
+        again.grain,
+        False,
+        again.is_interval,
+        again.holiday,
+    )
+
+
 def _reparse(body: str, reference: datetime, timezone: str) -> DucklingMatch | None:
     for lead in ("", "in "):  # Duckling reads "May 2002" only after a word ("after May 2002", "in May 2002")
         found = duckling_parse(lead + body, reference=reference, timezone=timezone, latent=True)
@@ -405,7 +430,8 @@ def grammar_mentions(
                 if m.latent
             ]
         for m in found:
-            if not _kept(m, piece) or _ordinary_word(m, piece):
+            m = _without_count(m, piece, reference, timezone)
+            if m is None or not _kept(m, piece) or _ordinary_word(m, piece):
                 continue
             try:
                 mention = _one(m, text, offset, reference, timezone)

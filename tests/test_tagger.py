@@ -575,3 +575,10 @@ def test_bare_ordinal_after_a_relation_word_is_no_date() -> None:
     # a numeric cue elsewhere in the sentence ("4-6-0") sends it to Duckling, which reads "after the fourth"
     text = "Another class 4-6-0 engine, so no. 429 was renamed after the fourth child of King George V."
     assert _pairs(text) == []
+
+
+def test_number_after_a_month_and_comma_counts_the_next_phrase() -> None:
+    # "January, 40 people": January before the document's 20 March 2013 ("since" puts it behind), not 2040
+    assert _pairs("Since January, 40 people have died.", "2013-03-20T12:00:00Z") == [
+        _d("2013-01-01", "2013-02-01")
+    ]
