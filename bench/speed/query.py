@@ -273,6 +273,9 @@ def run_kind(
                 "selectivity": selectivity,
             }
         paths["client"][window] |= _plan_figures(plans[window][-len(wq) :])
+        paths["client"][window]["page_cache_after"] = _page_cache_share(
+            index_dir(build["uri"] + "/chunks.lance")
+        )
         log.info("%s %s done", kind, window)
     build["peak_rss_bytes"] = _peak_rss()
     return {"build": build, "paths": paths, "on_disk": on_disk}
@@ -325,6 +328,24 @@ def _plan_figures(client_plans: list[dict[str, Any]]) -> dict[str, Any]:
             f"{name} {layouts.count(name) / len(layouts):.0%}" for name in sorted(set(layouts))
         ),
     }
+
+
+def _page_cache_share(directory: Path) -> dict[str, float]:
+    """Share of each int8 / float32 vector file of the time index in the page cache now (``fincore``;
+    ``{}`` without it): a window whose ratio slips run to run while these shares drop was paying disk reads
+    for pages the kernel reclaimed between queries (issue 30), not for its int8 pass."""
+    import subprocess
+
+    names = (VECTORS_FILE, "vectors_int8.npy", "classed_int8.npy")
+    files = [str(directory / name) for name in names if (directory / name).is_file()]
+    try:
+        done = subprocess.run(
+            ["fincore", "--json", "--bytes", *files], capture_output=True, text=True, timeout=30, check=True
+        )
+        rows = json.loads(done.stdout)["fincore"]
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError):
+        return {}
+    return {Path(r["file"]).name: round(int(r["res"]) / max(int(r["size"]), 1), 3) for r in rows}
 
 
 def _peak_rss() -> int:

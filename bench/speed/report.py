@@ -71,7 +71,8 @@ def query_markdown(result: dict[str, Any]) -> str:
                 f"{best:.1f}",
                 *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS),
                 f"{client.get('approximate_share', 0):.0%} approx, exp. R {client.get('expected_recall', 1):.2f}"
-                + (f", layouts {client['layouts']}" if client.get("layouts") else ""),
+                + (f", layouts {client['layouts']}" if client.get("layouts") else "")
+                + _cached(client.get("page_cache_after") or {}),
             ]
             lines.append("| " + " | ".join(row) + " |")
         lines += ["", _build_line(kind, data["build"]), ""]
@@ -90,6 +91,12 @@ def query_markdown(result: dict[str, Any]) -> str:
     if "summary" in result:
         lines += ["Summary: `" + json.dumps(result["summary"]) + "`", ""]
     return "\n".join(lines)
+
+
+def _cached(shares: dict[str, float]) -> str:
+    """``, int8 in page cache 97%`` (time-ordered codes) after the window's queries; empty when unknown."""
+    share = shares.get("vectors_int8.npy")
+    return "" if share is None else f", int8 in page cache {share:.0%}"
 
 
 def _build_line(kind: str, b: dict[str, Any]) -> str:
