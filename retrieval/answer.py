@@ -194,6 +194,9 @@ def _as_of(result: SearchResult) -> datetime | None:
 def _span_words(window: Interval) -> str:
     """``window`` scoped in words: "on 10 Apr 2024", "in Feb 2011", "between Jan 2021 and Dec 2021"."""
     g = window.granularity
+    midnights = all(t is None or t == floor_to(t, Granularity.DAY) for t in (window.start, window.end))
+    if g is Granularity.INSTANT and midnights:  # derived bounds (an overlap of two versions): whole days
+        g = Granularity.DAY
     if window.start is None or window.end is None:
         return human_interval(window)  # "before 1920", "since 3 Mar 2020"
     first = human_instant(window.start, g)
@@ -208,7 +211,10 @@ def _span_words(window: Interval) -> str:
 def scope_words(result: SearchResult) -> str:
     """The time ``result`` answers for, in words (see :attr:`Answer.scope`)."""
     intent = result.intent
-    if intent.intervals:
+    at_clock = all(w.start == intent.reference_time for w in intent.intervals)
+    if intent.relation is Relation.CURRENT and at_clock:  # "current" read at the clock itself
+        words = f"now ({human_instant(intent.reference_time)})"
+    elif intent.intervals:
         words = " and ".join(_span_words(w) for w in intent.intervals)
     elif intent.relation is Relation.CURRENT:
         words = f"now ({human_instant(intent.reference_time)})"
@@ -347,8 +353,8 @@ def compose(result: SearchResult) -> Answer:
     parts = [f"{lead}, the evidence says:"]
     if intent.relation is Relation.UNKNOWN and any(_versioned(e) for e in result.evidence):
         parts[0] = (
-            f"{lead}, the evidence says (no time in the question: read as now, "
-            f"{human_instant(intent.reference_time)}; earlier versions are marked superseded):"
+            f"No time in the question, so this is read as now ({human_instant(intent.reference_time)}); "
+            "earlier versions are marked superseded:"
         )
     parts += _paragraphs(result)
     parts += _signal_lines(result)
