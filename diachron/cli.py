@@ -716,9 +716,10 @@ def repair(
             f"{r.table}: rolled back from version {r.damaged_version} to version {r.restored_from} "
             f"(now version {r.new_version}, {r.rows} rows)",
             markup=False,
+            soft_wrap=True,
         )
     if not done:
-        console.print(f"{db}: no damaged table found; nothing changed", markup=False)
+        console.print(f"{db}: no damaged table found; nothing changed", markup=False, soft_wrap=True)
 
 
 @app.command()
