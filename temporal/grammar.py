@@ -74,6 +74,10 @@ _DEICTIC = re.compile(
 _WEEKDAY_ONLY = re.compile(
     r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?", _I
 )
+_WEEKDAY_PART = re.compile(
+    r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?\.?\s+(?:morning|afternoon|evening|night)",
+    _I,
+)
 _YEAR_WORD = re.compile(r"(?<![\d$.,])(1[0-9]\d\d|20\d\d|21\d\d)(?![\d%])")
 _FORWARD_WORDS = {
     "until",
@@ -278,7 +282,8 @@ def _redirect(
     """Year-less readings: a year written before it in the sentence, else the tense's direction (read
     from the text when ``tense`` is None)."""
     iv = m.interval
-    if m.grain in ("second", "minute", "hour") or _DEICTIC.search(body) or iv.is_open:
+    part_of_day = _WEEKDAY_PART.fullmatch(body)  # "Sunday night": a weekday's part follows the tense too
+    if (m.grain in ("second", "minute", "hour") and not part_of_day) or _DEICTIC.search(body) or iv.is_open:
         return iv
     zone = ZoneInfo(timezone)
     year = _year_context(text, span[0])
@@ -292,7 +297,7 @@ def _redirect(
         ):
             return again.interval
     if iv.start is not None and iv.start > reference and (tense or tense_at(text, span)) == "past":
-        back = timedelta(days=7) if _WEEKDAY_ONLY.fullmatch(body) else timedelta(days=365)
+        back = timedelta(days=7) if _WEEKDAY_ONLY.fullmatch(body) or part_of_day else timedelta(days=365)
         again = _reparse(body, reference - back, timezone)
         if again is not None and again.interval.start is not None and again.interval.start <= reference:
             return again.interval

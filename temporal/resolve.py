@@ -51,14 +51,44 @@ _IRREGULAR = (
 # a perfect ("has risen", "have been", "had shown") places the event before the clause's time
 _PERFECT = r"(?:has|have|had)\s+(?:\w+ly\s+)?(?:been|\w+(?:en|wn|ne|un|ung|ought|aught|ed))"
 # a participle after "be" is passive ("will be released", "is expected"): the auxiliary gives the tense
+# verbs whose past form is their bare form ("cut", "put", "set"): past unless a modal, "to" or "do" makes
+# them bare ("will cut", "to set", "did not cut")
+_INVARIANT = "cut|put|set|let|cost|hurt|spread|split|burst|cast|bet|bid|broadcast|forecast|upset|thrust"
+# a participle or bare form after an auxiliary ("will be released", "is set for", "to cut") is no cue:
+# the auxiliary gives the tense
+_AUX = (
+    "be",
+    "been",
+    "being",
+    "is",
+    "are",
+    "am",
+    "to",
+    "will",
+    "would",
+    "shall",
+    "should",
+    "can",
+    "could",
+    "may",
+    "might",
+    "must",
+    "do",
+    "does",
+    "did",
+    "not",
+)
 _PAST = re.compile(
-    rf"(?<!\bbe\s)(?<!\bbeen\s)(?<!\bbeing\s)\b(?:{_PERFECT}|{_IRREGULAR}|(?!(?:need|speed|seed|indeed|"
+    "".join(rf"(?<!\b{a}\s)" for a in _AUX)
+    + rf"\b(?:{_PERFECT}|{_IRREGULAR}|{_INVARIANT}|(?!(?:need|speed|seed|indeed|"
     r"hundred|red|bed|feed|breed|shed|proceed|exceed|succeed|planned|scheduled|expected|united|limited|"
     r"related|based|interested|concerned|detailed|advanced|supposed|used)\b)[a-z]{2,}ed)\b",
     _I,
 )
 # the right-hand context stops at a word opening another clause ("hit a record on Monday and is expected")
-_NEXT_CLAUSE = re.compile(r"\b(?:and|but|while|whereas|although|though|because|which|who|whom|whose)\b", _I)
+_NEXT_CLAUSE = re.compile(
+    r"\b(?:and|but|while|whereas|although|though|because|which|who|whom|whose|that)\b", _I
+)
 
 _RELATION = re.compile(
     r"\b(?P<word>sometime\s+before|sometimes\s+before|no\s+later\s+than|prior\s+to|earlier\s+than|later\s+than|"

@@ -582,3 +582,21 @@ def test_number_after_a_month_and_comma_counts_the_next_phrase() -> None:
     assert _pairs("Since January, 40 people have died.", "2013-03-20T12:00:00Z") == [
         _d("2013-01-01", "2013-02-01")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a weekday's part of day follows the tense (Duckling's night: 18:00 to midnight); 12 April is the
+        # Sunday before the document's Friday 17 April 2026
+        ("Police arrested the suspect Sunday night.", _d("2026-04-12T18:00", "2026-04-13T00:00")),
+        # "that" opens the reported clause: "would" is not this clause's cue
+        ("She told reporters in January that she would not run.", _d("2026-01-01", "2026-02-01")),
+        # a past form equal to the bare verb is past, unless an auxiliary makes it bare
+        ("The company cut its forecast in January.", _d("2026-01-01", "2026-02-01")),
+        ("The bank will cut rates in June.", _d("2026-06-01", "2026-07-01")),
+        ("The vote is set for Saturday.", _d("2026-04-18", "2026-04-19")),
+    ],
+)
+def test_news_tense_cues(text: str, expected: tuple[str, str]) -> None:
+    assert _pairs(text) == [expected]
