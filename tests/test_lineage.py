@@ -718,7 +718,7 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
-    from diachron.retrieval.answer import SYSTEM_PROMPT, LLMConfig, answer
+    from diachron.retrieval.answer import SYSTEM_PROMPT, LLMConfig, answer, compose
 
     seen: list[dict[str, Any]] = []
 
@@ -727,9 +727,8 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
             seen.append(
                 {"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))}
             )
-            reply = json.dumps(
-                {"choices": [{"message": {"content": "Between 2022-06-01 and 2022-07-01 both apply."}}]}
-            )
+            content = json.dumps({"answer": "Between 2022-06-01 and 2022-07-01 both apply [1][2]."})
+            reply = json.dumps({"choices": [{"message": {"content": content}}]})
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -743,15 +742,20 @@ def test_llm_answer_sends_the_contract_to_an_openai_compatible_server() -> None:
     thread.start()
     try:
         result = hand_result()
-        text = answer(result, llm=LLMConfig(f"http://127.0.0.1:{server.server_port}/v1", "tiny"))
+        reply = answer(result, llm=LLMConfig(f"http://127.0.0.1:{server.server_port}/v1", "tiny"))
     finally:
         server.shutdown()
         thread.join()
-    assert text == "Between 2022-06-01 and 2022-07-01 both apply."
+    # the reply cites both cards and states the days the overlap starts and v1's validity ends: it passes
+    assert (reply.text, reply.source, reply.reason) == (
+        "Between 2022-06-01 and 2022-07-01 both apply [1][2].",
+        "llm",
+        None,
+    )
     (call,) = seen
     assert call["path"] == "/v1/chat/completions" and call["body"]["model"] == "tiny"
     assert call["body"]["messages"] == [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": summarize(result)},
     ]
-    assert answer(result) == summarize(result)
+    assert answer(result) == compose(result)  # no endpoint: the deterministic answer
