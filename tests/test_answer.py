@@ -223,7 +223,8 @@ class _Canned(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, **body})
-        content = json.dumps({"answer": type(self).replies.pop(0)})
+        reply = type(self).replies.pop(0)
+        content = reply if reply.startswith("{") else json.dumps({"answer": reply})  # JSON: sent as it is
         self._send(
             {
                 "id": "x",
@@ -318,6 +319,18 @@ def test_an_unreachable_endpoint_gives_the_deterministic_answer(client: Any) -> 
     dead = LLMConfig("http://127.0.0.1:9/v1", model="m", timeout=2, retries=1)
     answer = client.answer("Which refund policy applied on 10 April 2024?", k=1, now=NOW, llm=dead)
     assert answer.source == "summary" and answer.reason.startswith("LLM endpoint failed: ")
+
+
+def test_the_bench_s_option_letter_goes_through_the_same_client(endpoint: str) -> None:
+    from bench.eval.answer import AnswerConfig, ask
+
+    _Canned.replies[:] = ['{"letter": "C"}', '{"letter": "E"}']
+    _Canned.requests.clear()
+    config = AnswerConfig(endpoint, "canned-model", timeout=10)
+    assert ask(config, "Which option? A. x B. y C. z") == "C"
+    assert ask(config, "Which option?") is None  # no letter A-D in the reply
+    first = _Canned.requests[0]
+    assert first["response_format"]["json_schema"]["schema"]["properties"]["letter"]["enum"] == list("ABCD")
 
 
 # ---- CLI and JSON -----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ question and the options, and answers with one option letter. Runs only when an 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ class AnswerConfig:
     url: str
     model: str
     timeout: float = 120.0
-    max_tokens: int = 8
+    max_tokens: int = 16
 
 
 def prompt(question: Question, evidence: Sequence[Evidence]) -> str:
@@ -43,24 +44,41 @@ def prompt(question: Question, evidence: Sequence[Evidence]) -> str:
     )
 
 
+#: the reply's JSON schema (vLLM structured outputs): one option letter
+LETTER_SCHEMA = {
+    "type": "object",
+    "properties": {"letter": {"type": "string", "enum": ["A", "B", "C", "D"]}},
+    "required": ["letter"],
+}
+
+
 def ask(config: AnswerConfig, text: str) -> str | None:
     """The option letter the model answers to ``text`` (``None`` if it gives none).
 
-    Raises:
-        httpx.HTTPError: the endpoint is unreachable or answers with an error status.
-    """
-    import httpx
+    The request goes through :class:`diachron.temporal.llm_backends.OpenAIHTTPBackend` (the project's one
+    chat client: timeouts, retries on 5xx and connection errors) with the reply held to
+    :data:`LETTER_SCHEMA`; a reply that is not that JSON is searched for a lone letter.
 
-    response = httpx.post(
-        f"{config.url.rstrip('/')}/chat/completions",
-        timeout=config.timeout,
-        json={
-            "model": config.model,
-            "temperature": 0,
-            "max_tokens": config.max_tokens,
-            "messages": [{"role": "user", "content": text}],
-        },
-    )
-    response.raise_for_status()
-    match = _LETTER.search(response.json()["choices"][0]["message"]["content"] or "")
+    Raises:
+        LLMBackendError: the endpoint is unreachable or keeps failing (5xx) after the retries.
+    """
+    from diachron.temporal.llm_backends import OpenAIHTTPBackend
+
+    backend = OpenAIHTTPBackend(config.url, config.model, timeout_s=config.timeout)
+    try:
+        (completion,) = backend.generate(
+            [[{"role": "user", "content": text}]],
+            schema=LETTER_SCHEMA,
+            max_tokens=config.max_tokens,
+            temperature=0.0,
+        )
+    finally:
+        backend.close()
+    try:
+        letter = json.loads(completion.text).get("letter")
+    except (ValueError, AttributeError):
+        letter = None
+    if letter in ("A", "B", "C", "D"):
+        return letter
+    match = _LETTER.search(completion.text or "")
     return match.group(1) if match else None
