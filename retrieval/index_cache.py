@@ -11,8 +11,8 @@ versions in the cache are removed once a newer one is complete (a process still 
 pages: unlinked files stay readable on POSIX).
 
 :func:`stamp` tells a long-lived reader that a newer index was published (it reads the pointer at most
-once per :data:`STAMP_SECONDS`); an index older than the table is still used for the rows it covers, the
-caller scores the rest exactly.
+once per :data:`STAMP_SECONDS`; :func:`latest_version` lists the table's versions as often); an index
+older than the table is still used for the rows it covers, the caller scores the rest exactly.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ from typing import Any
 
 from diachron.schemas import time_index as fmt
 
-__all__ = ["STAMP_SECONDS", "cache_dir", "drop_older", "fetch", "read_pointer", "stamp"]
+__all__ = ["STAMP_SECONDS", "cache_dir", "drop_older", "fetch", "latest_version", "read_pointer", "stamp"]
 
 log = logging.getLogger(__name__)
 
 #: a reader re-reads the remote pointer at most this often (seconds); between reads its stamp is reused
 STAMP_SECONDS = 1.0
 _stamps: dict[str, tuple[float, Any]] = {}
+_versions: dict[str, tuple[float, int]] = {}
 _lock = threading.Lock()
 
 
@@ -125,3 +126,20 @@ def _remember(table_uri: str, pointer: dict[str, Any] | None) -> Any:
     with _lock:
         _stamps[table_uri] = (time.monotonic(), value)
     return value
+
+
+def latest_version(dataset: Any) -> int:
+    """The latest version of a Lance ``dataset`` on storage: asked every call for a local table (a stat), at
+    most once per :data:`STAMP_SECONDS` per URI on object storage (a listing costs a round trip per query)."""
+    uri = str(dataset.uri)
+    if not fmt.is_remote(uri):
+        return int(dataset.latest_version)
+    now = time.monotonic()
+    with _lock:
+        seen = _versions.get(uri)
+    if seen is not None and now - seen[0] < STAMP_SECONDS:
+        return seen[1]
+    version = int(dataset.latest_version)
+    with _lock:
+        _versions[uri] = (now, version)
+    return version

@@ -263,8 +263,12 @@ class Searcher:
 
     def is_stale(self) -> bool:
         """True when the table on storage has a newer version than this searcher's snapshot, or its time
-        index was rebuilt since (``optimize`` writes it after the table's last commit)."""
-        return self.dataset.latest_version != self.version or _stamp(self.dataset) != self._index_stamp
+        index was rebuilt since (``optimize`` writes it after the table's last commit). On object storage
+        both are asked at most once a second (:mod:`diachron.retrieval.index_cache`)."""
+        return (
+            index_cache.latest_version(self.dataset) != self.version
+            or _stamp(self.dataset) != self._index_stamp
+        )
 
     def candidates(self, time_filter: TimeFilter) -> np.ndarray:
         """Sorted int64 row offsets passing ``time_filter`` exactly (see :meth:`IntervalIndex.mask`); treat
