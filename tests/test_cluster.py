@@ -1,4 +1,4 @@
-"""A real multi-node Ray cluster on this machine: ``ray start --head`` plus two ``ray start --address`` workers.
+"""A real multi-node Ray cluster on this machine: ``ray start --head`` plus two ``ray start --address``.
 
 Each node has 1 CPU; token authentication is on (``RAY_AUTH_MODE=token``, the token in a file given to
 every node and to the driver through ``RAY_AUTH_TOKEN_PATH``). The ingest driver runs in a subprocess
@@ -29,8 +29,8 @@ from diachron.ingest.pipeline import IngestConfig, run_ingest
 from diachron.ingest.stages import StageConfig
 # blocks of 2 documents and embed batches of 4 chunks: the 24 documents (48 chunks) make 12 embed tasks,
 # and embedding (1 torch thread) is slower than annotating, so blocks queue for the embed actors
-config = IngestConfig(db_uri=sys.argv[2], batch_size=2, stages=StageConfig(embed_batch_size=1, embed_threads=1,
-                                                                            max_tokens=48))
+stages = StageConfig(embed_batch_size=1, embed_threads=1, max_tokens=48)
+config = IngestConfig(db_uri=sys.argv[2], batch_size=2, stages=stages)
 summary = run_ingest([sys.argv[1]], config)
 import ray
 print("JOB " + ray.get_runtime_context().get_job_id())
@@ -41,15 +41,16 @@ EMBED_TASK_NODES = """
 import json, sys, ray
 from ray.util.state import list_tasks
 ray.init(logging_level="ERROR")
-tasks = list_tasks(filters=[("job_id", "=", sys.argv[1])], detail=True, limit=10000, raise_on_missing_output=False)
-print(json.dumps(sorted({t.node_id for t in tasks if "EmbedStage" in (t.name or "") and "__init__" not in t.name
-                         and t.state == "FINISHED"})))
+tasks = list_tasks(filters=[("job_id", "=", sys.argv[1])], detail=True, limit=10000,
+                   raise_on_missing_output=False)
+print(json.dumps(sorted({t.node_id for t in tasks if "EmbedStage" in (t.name or "")
+                         and "__init__" not in t.name and t.state == "FINISHED"})))
 """
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, str]]:
-    """Head + two workers, 1 CPU each, token auth on, the head's dashboard for the state API; the driver env."""
+    """Head + two workers, 1 CPU each, token auth on, the head's dashboard (state API); the driver env."""
     from bench.speed.scaling import local_cluster
 
     with local_cluster(2, head_cpus=1, dashboard=True) as env:
@@ -142,3 +143,40 @@ def test_ingest_on_three_nodes_embeds_on_several_and_equals_a_single_node_run(
         np.array([r["vector"] for r in want["chunks"]]),
         atol=1e-5,
     )
+
+
+PINNED_TASKS = """
+import json, os, ray
+ray.init(logging_level="ERROR")
+@ray.remote(num_cpus=1)
+def cores():
+    import time
+    time.sleep(2)  # both 1-CPU tasks run at once: one per node
+    return sorted(os.sched_getaffinity(0))
+print("CORES " + json.dumps(sorted(ray.get([cores.remote(), cores.remote()]))))
+"""
+
+
+@pytest.mark.slow  # two more Ray nodes: run with -m slow (not validated under load here, see H7's report)
+@pytest.mark.skipif(
+    not __import__("bench.speed.scaling", fromlist=["pinnable"]).pinnable(), reason="needs taskset, 2 cores"
+)
+def test_pinned_nodes_each_own_one_core(tmp_path: Path) -> None:
+    """The scaling bench's layout: head on core 0, worker on core 1; Ray's worker processes inherit it."""
+    import psutil
+
+    from bench.speed.scaling import local_cluster
+
+    with local_cluster(1, head_cpus=1, pin=True) as env:
+        raylets = [
+            p.cpu_affinity()
+            for p in psutil.Process().children(recursive=True)
+            if p.name().startswith("raylet")
+        ]
+        run = subprocess.run(
+            [sys.executable, "-c", PINNED_TASKS], env=env, capture_output=True, text=True, timeout=300
+        )
+    assert sorted(raylets) == [[0], [1]]
+    assert run.returncode == 0, run.stderr[-2000:]
+    line = next(x for x in run.stdout.splitlines() if x.startswith("CORES "))
+    assert json.loads(line[6:]) == [[0], [1]]
