@@ -232,18 +232,19 @@ function markdown(text) {
   return root;
 }
 
-const INLINE = /(\*\*[^*]+\*\*|__[^_]+__|`[^`]+`|\*[^*\s][^*]*\*|\[[^\]]+\]\([^)\s]+\))/g;
+// a link target may hold one level of parentheses ("(javascript:alert(1))" is read whole, then refused)
+const INLINE = /(\*\*[^*]+\*\*|`[^`]+`|\*[^*\s][^*]*\*|\[[^\]]+\]\((?:[^()\s]|\([^()\s]*\))+\))/g;
 function inline(text) {
   const out = [];
   let at = 0;
   for (const m of text.matchAll(INLINE)) {
     if (m.index > at) out.push(text.slice(at, m.index));
     const t = m[0];
-    if (t.startsWith("**") || t.startsWith("__")) out.push(el("strong", { text: t.slice(2, -2) }));
+    if (t.startsWith("**")) out.push(el("strong", { text: t.slice(2, -2) }));
     else if (t.startsWith("`")) out.push(el("code", { text: t.slice(1, -1) }));
     else if (t.startsWith("*")) out.push(el("em", { text: t.slice(1, -1) }));
     else {
-      const link = t.match(/^\[([^\]]+)\]\(([^)\s]+)\)$/);
+      const link = t.match(/^\[([^\]]+)\]\((.+)\)$/);
       const safe = /^https?:\/\//i.test(link[2]);  // no javascript:, data: or relative targets
       out.push(safe ? el("a", { href: link[2], rel: "noopener noreferrer nofollow", target: "_blank", text: link[1] })
         : link[1]);
