@@ -35,7 +35,8 @@ pytestmark = pytest.mark.integration
 def browser(tmp_path_factory):
     if not (CHROMIUM.is_file() and DRIVER.is_file()):
         pytest.fail(
-            "chromium and chromium-driver are missing: run scripts/install.sh (apt-get install chromium chromium-driver)"
+            "chromium and chromium-driver are missing: run scripts/install.sh "
+            "(apt-get install chromium chromium-driver)"
         )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -163,3 +164,93 @@ def test_an_empty_question_is_a_one_line_error_on_the_page(browser, page_url):
     _wait(browser, lambda b: "Cannot answer" in b.find_element(By.ID, "status").text)
     assert "empty" in browser.find_element(By.ID, "status").text
     assert not browser.find_elements(By.CSS_SELECTOR, "#cards article.card")
+
+
+def test_the_answer_panel_cites_the_cards(browser, page_url):
+    """The answer panel: its scope in words, the deterministic answer's first paragraph, and one [n] link per
+    card, each pointing at its card (#card-n)."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(page_url + "/")
+    _ask(browser, MSFT)
+    _wait(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#cards article.card")) == 5)
+    _wait(browser, lambda b: b.find_element(By.ID, "answer-box").is_displayed())
+    assert browser.find_element(By.ID, "answer-scope").text == "between Sep 2010 and Aug 2012"
+    assert browser.find_element(By.ID, "answer-source").text == "written from the evidence, no model"
+    paragraphs = [p.text for p in browser.find_elements(By.CSS_SELECTOR, "#answer-text p")]
+    assert paragraphs[0] == "Between Sep 2010 and Aug 2012, the evidence says:"
+    links = browser.find_elements(By.CSS_SELECTOR, "#answer-text a.cite")
+    assert sorted({a.text for a in links}) == [f"[{n}]" for n in range(1, 6)]
+    for a in links:
+        n = a.text.strip("[]")
+        assert a.get_attribute("href").endswith(f"#card-{n}")
+        assert browser.find_element(By.ID, f"card-{n}").tag_name == "article"
+    assert not browser.find_element(By.ID, "answer-reason").is_displayed()
+
+
+def test_a_point_question_draws_every_card_s_bars(browser, page_url):
+    """ "Latest … as of 20 March 2011" is a point question (current on a day): the axis holds every card's
+    month, so each card has a bar (before, only the cards overlapping the day's band showed)."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(page_url + "/")
+    _ask(browser, "What was the latest IBM stock summary as of 20 March 2011?")
+    _wait(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#cards article.card")) == 5)
+    assert browser.find_element(By.ID, "relation").text == "(current)"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline rect.window")) == 1
+    titles = [
+        b.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+        for b in browser.find_elements(By.CSS_SELECTOR, "#timeline rect.bar")
+    ]
+    drawn = {t.split("]")[0] + "]" for t in titles}
+    assert drawn == {f"[{n}]" for n in range(1, 6)}, titles
+    assert browser.find_element(By.ID, "answer-scope").text == "on 20 Mar 2011"
+
+
+@pytest.fixture(scope="module")
+def hostile_url(stock_db, tmp_path_factory):
+    """The stock index plus one document whose text is markdown with a script and an inline handler."""
+    import shutil
+
+    import lancedb
+    import pyarrow as pa
+    from diachron.ingest.embedding import Embedder
+    from served import serving
+
+    from diachron.service import ServiceConfig
+
+    uri = str(tmp_path_factory.mktemp("hostile") / "db")
+    shutil.copytree(stock_db[0], uri)
+    db = lancedb.connect(uri)
+    chunks, documents = db.open_table("chunks"), db.open_table("documents")
+    chunk = chunks.to_lance().to_table(filter="doc_id = 'stock-IBM-2011-03'", limit=1).to_pylist()[0]
+    doc = documents.to_lance().to_table(filter="doc_id = 'stock-IBM-2011-03'", limit=1).to_pylist()[0]
+    text = (
+        "**Zebra lighthouse** sold at auction in March 2011 <script>window.__pwned = 1</script>"
+        '<img src=x onerror="window.__pwned = 2">\n\n- first bid `low`\n- [catalogue](javascript:alert(1))'
+    )
+    vector = Embedder().embed([text])[0].tolist()
+    chunk.update(chunk_id="zebra#0", doc_id="zebra", series_id="zebra", text=text, vector=vector)
+    doc.update(doc_id="zebra", series_id="zebra", title="Lighthouse auction")
+    chunks.add(pa.Table.from_pylist([chunk], schema=chunks.schema))
+    documents.add(pa.Table.from_pylist([doc], schema=documents.schema))
+    with serving(ServiceConfig(db=uri, timeout_s=120)) as url:
+        yield url
+
+
+def test_card_text_is_markdown_and_html_in_it_stays_text(browser, hostile_url):
+    from selenium.webdriver.common.by import By
+
+    browser.get(hostile_url + "/")
+    _ask(browser, "Which zebra lighthouse was sold at auction in March 2011?")
+    card = "#cards article.card[data-doc='zebra']"
+    _wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, card))
+    body = browser.find_element(By.CSS_SELECTOR, f"{card} .text")
+    assert body.find_element(By.TAG_NAME, "strong").text == "Zebra lighthouse"
+    assert "<script>window.__pwned = 1</script>" in body.text  # shown as text
+    assert '<img src=x onerror="window.__pwned = 2">' in body.text
+    assert [li.text for li in body.find_elements(By.TAG_NAME, "li")] == ["first bid low", "catalogue"]
+    assert body.find_element(By.TAG_NAME, "code").text == "low"
+    assert not body.find_elements(By.TAG_NAME, "a")  # a javascript: link is no link
+    assert not body.find_elements(By.TAG_NAME, "script") and not body.find_elements(By.TAG_NAME, "img")
+    assert browser.execute_script("return window.__pwned === undefined")
