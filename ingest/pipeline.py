@@ -1,4 +1,4 @@
-"""The ingest pipeline: sources -> shards -> Ray Data (parse, plan, annotate+chunk, embed, validate, stage) -> LanceDB.
+"""The ingest pipeline: sources -> shards -> Ray Data (parse, plan, annotate, embed, validate) -> LanceDB.
 
 One entry point, :func:`run_ingest`, shared by the CLI, the Airflow DAGs and the tests. The driver cuts the
 sources into shards (sizes and names only); Ray workers parse them and stage the documents
@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,16 +42,16 @@ from diachron.ingest.store import Store
 from diachron.ingest.validation import ValidationConfig
 from diachron.ingest.versioning import LineageConfig
 
-__all__ = ["Accounting", "IngestConfig", "RunSummary", "run_ingest", "stored_versions"]
+__all__ = ["Accounting", "IngestConfig", "RunContext", "RunSummary", "run_ingest", "stored_versions"]
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, dict[str, Any]], None]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class IngestConfig:
-    """Configuration of one ingest run (resolved once at the edge: CLI flags, DAG params, env).
+    """Configuration of one ingest run (resolved once at the edge: CLI flags, DAG params, env; frozen).
 
     Attributes:
         db_uri: LanceDB URI (local directory or object store, e.g. ``s3://bucket/path``).
@@ -146,8 +146,9 @@ def _ensure_ray(address: str | None, num_cpus: int | None) -> None:
         "log_to_driver": True,
     }
     address = address or os.environ.get("RAY_ADDRESS") or None
-    # Lance's Rust log ("No existing dataset … it will be created" per staged fragment) off in the workers too:
-    # a local Ray inherits this process's environment, a cluster's workers get it through the job's runtime_env
+    # Lance's Rust log ("No existing dataset … it will be created" per staged fragment) off in the workers
+    # too: a local Ray inherits this process's environment, a cluster's workers get it through the job's
+    # runtime_env
     lance_log = os.environ.setdefault("LANCE_LOG", "error")
     if address:
         ray.init(address=address, runtime_env={"env_vars": {"LANCE_LOG": lance_log}}, **kwargs)
@@ -184,10 +185,10 @@ def run_ingest(
     ids, hashes and lineage fields (no texts), and workers annotate, embed and validate the planned ones
     and write their rows as staged Lance fragments (:mod:`diachron.ingest.staging`): neither the source
     documents nor the stages' output pass through the driver, which receives fragment metadata and
-    counts only; the commits and the optimize step run in Ray tasks on the driver's node that it waits for. Sources must be readable by the workers (a path every
-    node sees). Then the driver commits the
-    run: the ``runs`` marker, ``documents``, ``chunks`` (in ``event_start`` order), ``quarantine``, the
-    final ``runs`` row — one transaction per table, every row stamped with the commit time (see
+    counts only; the commits and the optimize step run in Ray tasks on the driver's node that it waits
+    for. Sources must be readable by the workers (a path every node sees). Then the driver commits the run:
+    the ``runs`` marker, ``documents``, ``chunks`` (in ``event_start`` order), ``quarantine``, the final
+    ``runs`` row — one transaction per table, every row stamped with the commit time (see
     :mod:`diachron.ingest.store` for how a run killed between two commits is repaired by the next).
 
     Accounting (in the summary and in the ``runs`` row's ``config_json["accounting"]``): for documents,
@@ -215,12 +216,77 @@ def run_ingest(
         WorkerLostError: Ray lost a worker (transient: retry).
         StoreConflictError: a LanceDB commit failed (transient: retry).
     """
+    run, shards = _open_run(sources, config, progress, clock)
+    try:
+        staged = _stage_run(run, shards)
+        summary = _commit(run, staged)
+    finally:
+        run.staging.drop()
+    summary.embed_nodes = len(staged.nodes)
+    if config.optimize and (summary.documents_written or summary.chunks_written):
+        _beside_driver(optimize_store, config.db_uri, run.spec.dim, config.storage_options)
+    else:
+        run.store.ensure_indexes()
+    run.emit("done", asdict(summary))
+    return summary
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What every step of one run shares, from its start to its ``runs`` row (built by :func:`_open_run`).
+
+    Attributes:
+        run_id: the run's id (16 hex digits), recorded on every row it writes.
+        sources: the source specs as given.
+        config: the run's configuration.
+        spec: the embedder (``id``, ``dim``).
+        store: the target store; ``staging``: the run's staged fragments.
+        dead: runs found dead (killed) at the start, whose rows this run replaces.
+        started: the run's start (UTC); the placeholder ``recorded_at`` of staged rows.
+        now: the transaction-time clock; ``emit``: the progress callback; ``t0``: ``perf_counter`` at start.
+    """
+
+    run_id: str
+    sources: list[str]
+    config: IngestConfig
+    spec: Any
+    store: Store
+    staging: Staging
+    dead: set[str]
+    started: datetime
+    now: Callable[[], datetime]
+    emit: Progress
+    t0: float
+
+    def run_row(self, finished: datetime, acc: Accounting, quarantined: int) -> dict[str, Any]:
+        """The run's ``runs`` row with these counts."""
+        return _run_row(self, finished, acc, quarantined)
+
+
+@dataclass(slots=True)
+class StagedRun:
+    """What a run staged before its commit: fragment metadata per table and the counts so far."""
+
+    fragments: dict[str, list[str]]
+    acc: Accounting
+    staged_docs: int = 0
+    nodes: set[str] = field(default_factory=set)
+
+
+def _open_run(
+    sources: list[str],
+    config: IngestConfig,
+    progress: Progress | None,
+    clock: Callable[[], datetime] | None,
+) -> tuple[RunContext, list[dict[str, Any]]]:
+    """Check the settings and the store, start Ray, cut the sources into shards; the run's context.
+
+    Raises:
+        ConfigError, SourceError, DatabaseRefusedError, EmbedderMismatchError: see :func:`run_ingest`.
+    """
     now = clock or (lambda: datetime.now(UTC))
-    emit = progress or (lambda event, info: None)
     t0, started, run_id = time.perf_counter(), now(), uuid.uuid4().hex[:16]
-    check_stage_config(
-        config.stages
-    )  # a bad --timezone / --fiscal-calendar / annotator: refused before Ray starts
+    check_stage_config(config.stages)  # a bad --timezone / --fiscal-calendar / annotator: before Ray starts
     _ensure_ray(config.ray_address, config.num_cpus)  # before LanceDB: no fork after LanceDB (STACK_NOTES)
     spec = resolve_embedder(config.stages.embedder)
     # a file, read-only or foreign --db: refused now
@@ -231,203 +297,117 @@ def run_ingest(
     store.table("documents")  # created here, not by a worker
     dead = store.dead_runs(now=now())
     staging = Staging(config.db_uri, run_id, config.storage_options)
-    nodes: set[str] = set()
-    try:
-        _quiet_ray_data()
-        read = read_sources(
-            shards,
-            limits=config.limits,
-            lineage=config.lineage,
-            staging=staging,
-            run_id=run_id,
-            started=started,
-        )
-        emit("loaded", {"documents": read["documents"], "rejected": read["rejected"]})
-        plan, info = _plan(read, staging, dead, spec, run_id, started, config)
-        emit("planned", {"todo": info["todo"], "unchanged": info["unchanged"]})
-        acc = Accounting(
-            documents_seen=read["documents"] + read["rejected"],
-            documents_unchanged=info["unchanged"],
-            documents_quarantined=read["rejected"] + info["duplicates"],
-        )  # lineage notes: still written
-        fragments = {"documents": [], "chunks": [], "quarantine": read["quarantine"] + info["quarantine"]}
-        staged_docs = 0
-        if info["todo"]:
-            for part in _run_stages(plan, info["todo"], config, staging, run_id, spec, started, emit):
-                for name in fragments:
-                    fragments[name] += json.loads(part[name])
-                acc.chunks_seen += part["chunks_in"]
-                acc.chunks_quarantined += part["chunks_rejected"]
-                acc.documents_quarantined += part["documents_failed"]
-                staged_docs += part["documents_staged"]
-                nodes.update(json.loads(part["embed_nodes"]))
-        del plan
-        summary = _commit(
-            store,
-            staging,
-            fragments,
-            acc,
-            staged_docs,
-            dead,
-            run_id,
-            sources,
-            config,
-            spec,
-            started,
-            now,
-            emit,
-            t0,
-        )
-    finally:
-        staging.drop()
-    summary.embed_nodes = len(nodes)
-    if config.optimize and (summary.documents_written or summary.chunks_written):
-        _beside_driver(optimize_store, config.db_uri, spec.dim, config.storage_options)
-    else:
-        store.ensure_indexes()
-    emit("done", asdict(summary))
-    return summary
+    emit = progress or (lambda event, info: None)
+    run = RunContext(run_id, sources, config, spec, store, staging, dead, started, now, emit, t0)
+    return run, shards
 
 
-def _commit(
-    store: Store,
-    staging: Staging,
-    fragments: dict[str, list[str]],
-    acc: Accounting,
-    staged_docs: int,
-    dead: set[str],
-    run_id: str,
-    sources: list[str],
-    config: IngestConfig,
-    spec: Any,
-    started: datetime,
-    now: Callable[[], datetime],
-    emit: Progress,
-    t0: float,
-) -> RunSummary:
+def _stage_run(run: RunContext, shards: list[dict[str, Any]]) -> StagedRun:
+    """Read, plan, annotate, embed and validate the run's documents into staged fragments (no commit)."""
+    config = run.config
+    _quiet_ray_data()
+    read = read_sources(
+        shards,
+        limits=config.limits,
+        lineage=config.lineage,
+        staging=run.staging,
+        run_id=run.run_id,
+        started=run.started,
+    )
+    run.emit("loaded", {"documents": read["documents"], "rejected": read["rejected"]})
+    plan, info = _plan(read, run)
+    run.emit("planned", {"todo": info["todo"], "unchanged": info["unchanged"]})
+    acc = Accounting(
+        documents_seen=read["documents"] + read["rejected"],
+        documents_unchanged=info["unchanged"],
+        documents_quarantined=read["rejected"] + info["duplicates"],
+    )  # lineage notes: still written
+    fragments = {"documents": [], "chunks": [], "quarantine": read["quarantine"] + info["quarantine"]}
+    staged = StagedRun(fragments, acc)
+    if info["todo"]:
+        for part in _run_stages(plan, info["todo"], run):
+            _add_part(staged, part)
+    return staged
+
+
+def _add_part(staged: StagedRun, part: dict[str, Any]) -> None:
+    """Fold one staged block's fragment metadata and counts (from :func:`stage_block`) into ``staged``."""
+    for name in staged.fragments:
+        staged.fragments[name] += json.loads(part[name])
+    staged.acc.chunks_seen += part["chunks_in"]
+    staged.acc.chunks_quarantined += part["chunks_rejected"]
+    staged.acc.documents_quarantined += part["documents_failed"]
+    staged.staged_docs += part["documents_staged"]
+    staged.nodes.update(json.loads(part["embed_nodes"]))
+
+
+def _commit(run: RunContext, staged: StagedRun) -> RunSummary:
     """Commit the run: marker, documents, chunks (time order), quarantine, final ``runs`` row (one run at a
     time: :meth:`~diachron.ingest.store.Store.commit_lock`)."""
-    with store.commit_lock():
-        return _commit_locked(
-            store,
-            staging,
-            fragments,
-            acc,
-            staged_docs,
-            dead,
-            run_id,
-            sources,
-            config,
-            spec,
-            started,
-            now,
-            emit,
-            t0,
-        )
-
-
-def _commit_locked(
-    store: Store,
-    staging: Staging,
-    fragments: dict[str, list[str]],
-    acc: Accounting,
-    staged_docs: int,
-    dead: set[str],
-    run_id: str,
-    sources: list[str],
-    config: IngestConfig,
-    spec: Any,
-    started: datetime,
-    now: Callable[[], datetime],
-    emit: Progress,
-    t0: float,
-) -> RunSummary:
-    commit_time = now()
-    row = _run_row(run_id, sources, config, spec, started, commit_time, acc, 0)
-    store.begin_run(row, now=commit_time)
-    try:
-        return _commit_tables(
-            store,
-            staging,
-            fragments,
-            acc,
-            staged_docs,
-            dead,
-            run_id,
-            sources,
-            config,
-            spec,
-            started,
-            commit_time,
-            now,
-            emit,
-            t0,
-        )
-    except BaseException:
-        # an error (not a kill) between two commits: mark the run failed now, so the retry repairs its rows
-        # without waiting for the lease (a SIGKILL is caught by the pid check instead)
+    with run.store.commit_lock():
+        commit_time = run.now()
+        run.store.begin_run(run.run_row(commit_time, staged.acc, 0), now=commit_time)
         try:
-            store.mark_failed({run_id})
-        except Exception:  # noqa: BLE001 - the original error matters more
-            log.warning("could not mark run %s failed", run_id)
-        raise
+            return _commit_tables(run, staged, commit_time)
+        except BaseException:
+            # an error (not a kill) between two commits: mark the run failed now, so the retry repairs its
+            # rows without waiting for the lease (a SIGKILL is caught by the pid check instead)
+            try:
+                run.store.mark_failed({run.run_id})
+            except Exception:  # noqa: BLE001 - the original error matters more
+                log.warning("could not mark run %s failed", run.run_id)
+            raise
 
 
-def _commit_tables(
-    store: Store,
-    staging: Staging,
-    fragments: dict[str, list[str]],
-    acc: Accounting,
-    staged_docs: int,
-    dead: set[str],
-    run_id: str,
-    sources: list[str],
-    config: IngestConfig,
-    spec: Any,
-    started: datetime,
-    commit_time: datetime,
-    now: Callable[[], datetime],
-    emit: Progress,
-    t0: float,
-) -> RunSummary:
-    emit("committed", {"table": "runs:begin"})
+def _commit_tables(run: RunContext, staged: StagedRun, commit_time: datetime) -> RunSummary:
+    """Merge the staged ``documents``, ``chunks``, ``quarantine`` fragments, then the final ``runs`` row."""
+    run.emit("committed", {"table": "runs:begin"})
     merged: dict[str, dict[str, int]] = {}
     for name in ("documents", "chunks", "quarantine"):
         merged[name] = _beside_driver(
             merge_run_table,
             name,
-            fragments[name],
-            staging=staging,
-            db_uri=config.db_uri,
-            dim=spec.dim,
+            staged.fragments[name],
+            staging=run.staging,
+            db_uri=run.config.db_uri,
+            dim=run.spec.dim,
             recorded_at=commit_time,
-            replace_runs=dead,
-            run_id=run_id,
+            replace_runs=run.dead,
+            run_id=run.run_id,
         )
-        emit("committed", {"table": name, **merged[name]})
-    acc.documents_written = merged["documents"]["inserted"] + merged["documents"]["replaced"]
-    acc.documents_unchanged += staged_docs - acc.documents_written
-    acc.chunks_written = merged["chunks"]["inserted"] + merged["chunks"]["replaced"]
+        run.emit("committed", {"table": name, **merged[name]})
+    summary = _summary(run, staged, merged)
+    run.store.finish_run(run.run_row(run.now(), staged.acc, summary.quarantined))
+    run.store.mark_failed(run.dead)
+    run.emit("committed", {"table": "runs"})
+    return summary
+
+
+def _summary(run: RunContext, staged: StagedRun, merged: dict[str, dict[str, int]]) -> RunSummary:
+    """The run's summary from the merge counts (completes ``staged.acc``)."""
+    acc = staged.acc
+
+    def written(name: str) -> int:
+        return merged[name]["inserted"] + merged[name]["replaced"]
+
+    acc.documents_written = written("documents")
+    acc.documents_unchanged += staged.staged_docs - acc.documents_written
+    acc.chunks_written = written("chunks")
     acc.chunks_unchanged = acc.chunks_seen - acc.chunks_quarantined - acc.chunks_written
-    quarantined = merged["quarantine"]["inserted"] + merged["quarantine"]["replaced"]
-    summary = RunSummary(
-        run_id,
+    return RunSummary(
+        run.run_id,
         acc.documents_seen,
         acc.documents_unchanged,
         acc.documents_written,
         acc.chunks_written,
-        quarantined,
-        time.perf_counter() - t0,
+        written("quarantine"),
+        time.perf_counter() - run.t0,
         documents_quarantined=acc.documents_quarantined,
         chunks_seen=acc.chunks_seen,
         chunks_unchanged=acc.chunks_unchanged,
         chunks_quarantined=acc.chunks_quarantined,
         replaced=merged["documents"]["replaced"] + merged["chunks"]["replaced"],
     )
-    store.finish_run(_run_row(run_id, sources, config, spec, started, now(), acc, quarantined))
-    store.mark_failed(dead)
-    emit("committed", {"table": "runs"})
-    return summary
 
 
 def optimize_store(db_uri: str, dim: int, storage_options: dict[str, str] | None) -> None:
@@ -474,8 +454,9 @@ def _pools(config: IngestConfig) -> dict[str, Any]:
     """Actor pools sized from the cluster (``ray.cluster_resources``, ``ray.nodes``).
 
     Embed: one actor per GPU when the cluster has GPUs (``num_gpus=1``); else at least one per node with
-    CPUs, spread over the nodes, up to one per CPU but one (the light stages need room), each asking for half
-    a CPU so the light stages fit beside it (torch inside uses the node's cores, ``StageConfig.embed_threads``).
+    CPUs, spread over the nodes, up to one per CPU but one (the light stages need room), each asking for
+    half a CPU so the light stages fit beside it (torch inside uses the node's cores,
+    ``StageConfig.embed_threads``).
     Annotate scales to half the CPUs; validate to one per node.
     """
     import ray
@@ -535,51 +516,32 @@ def _quiet_ray_data() -> None:
     warnings.filterwarnings("ignore", message="`ray_remote_args_fn` is deprecated")
 
 
-def _plan(
-    read: dict[str, Any],
-    staging: Staging,
-    dead: set[str],
-    spec: Any,
-    run_id: str,
-    started: datetime,
-    config: IngestConfig,
-) -> tuple[Any, dict[str, Any]]:
-    """Commit the staged ``incoming`` documents and plan them in one Ray task; ``(plan ObjectRef, counts)``."""
+def _plan(read: dict[str, Any], run: RunContext) -> tuple[Any, dict[str, Any]]:
+    """Commit the staged ``incoming`` documents, plan them in one Ray task; ``(plan ObjectRef, counts)``."""
     import ray
 
     empty = {"todo": 0, "unchanged": 0, "duplicates": 0, "quarantine": []}
     if not read["incoming"]:
         return None, empty
-    staging.commit("incoming", read["incoming"], INCOMING_SCHEMA)
+    run.staging.commit("incoming", read["incoming"], INCOMING_SCHEMA)
     task = ray.remote(plan_staged).options(num_returns=2, num_cpus=0, max_retries=2)
     plan, info = task.remote(
-        staging.uri("incoming"),
-        config.db_uri,
-        spec.dim,
-        config.storage_options,
-        dead,
-        staging,
-        run_id,
-        started,
+        run.staging.uri("incoming"),
+        run.config.db_uri,
+        run.spec.dim,
+        run.config.storage_options,
+        run.dead,
+        run.staging,
+        run.run_id,
+        run.started,
     )
     return plan, ray.get(info)
 
 
-def _run_stages(
-    plan: Any,
-    total: int,
-    config: IngestConfig,
-    staging: Staging,
-    run_id: str,
-    spec: Any,
-    placeholder: datetime,
-    emit: Progress,
-) -> Iterator[dict[str, Any]]:
-    """Run the stages on the planned documents; yields one small dict per output block (fragment metadata
-    and counts). The staged ``incoming`` documents are read by the workers and joined with ``plan``."""
+def _configure_data_context() -> None:
+    """Ray Data's execution options for the stages (see the comments for what was measured)."""
     import warnings
 
-    import ray
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
@@ -594,65 +556,77 @@ def _run_stages(
     with warnings.catch_warnings():  # "deprecated ... Ray Data manages actor locality": still read in 2.60
         warnings.simplefilter("ignore")
         ctx.execution_options.actor_locality_enabled = False
+
+
+def _stage_dataset(plan: Any, total: int, run: RunContext) -> Any:
+    """The Ray Data plan of the stages: planned blocks -> annotate -> embed -> validate -> staged block.
+
+    Each stage is a callable class built once per actor of its pool (:func:`_pools`); the input is the
+    plan's ``total`` documents in blocks of ``batch_size``, read by the workers from the staged ``incoming``.
+    """
+    import ray.data
+
+    config, staging = run.config, run.staging
     pools = _pools(config)
     blocks = -(-total // config.batch_size)
     ds = ray.data.from_items([{"block": k} for k in range(blocks)], override_num_blocks=blocks)
     # no CPU slot (the pools' minimum actors may hold every CPU: two concurrent runs on a 2-CPU Ray do, and
     # a task waiting for a CPU would wait forever), a few at a time
+    block_input = {
+        "plan": plan,
+        "incoming_uri": staging.uri("incoming"),
+        "storage_options": staging.storage_options,
+        "batch_size": config.batch_size,
+    }
     ds = ds.map_batches(
         planned_block,
-        fn_kwargs={
-            "plan": plan,
-            "incoming_uri": staging.uri("incoming"),
-            "storage_options": staging.storage_options,
-            "batch_size": config.batch_size,
-        },
+        fn_kwargs=block_input,
         batch_format="pyarrow",
         batch_size=1,
         num_cpus=0,
         compute=ray.data.TaskPoolStrategy(size=min(blocks, cluster_cpus())),
     )
-    ds = ds.map_batches(
-        AnnotateStage,
-        fn_constructor_args=(config.stages, staging, run_id, placeholder),
-        batch_format="pyarrow",
-        batch_size=config.batch_size,
-        **pools["annotate"],
+    annotate = config.stages
+    if annotate.annotator == "vllm":  # its questions first: through Ray Data LLM, batched across the run
+        from diachron.ingest.annotation.llm import precompute_answers
+
+        annotate = replace(annotate, annotator_options=precompute_answers(ds, annotate))
+    stages = [
+        (AnnotateStage, (annotate, staging, run.run_id, run.started), config.batch_size, "annotate"),
+        (EmbedStage, (config.stages,), config.stages.embed_batch_size * 4, "embed"),
+        (ValidateStage, (config.validation,), 256, "validate"),
+    ]
+    for stage, args, size, pool in stages:
+        ds = ds.map_batches(
+            stage, fn_constructor_args=args, batch_format="pyarrow", batch_size=size, **pools[pool]
+        )
+    block_output = {
+        "staging": staging,
+        "run_id": run.run_id,
+        "embedder_id": run.spec.id,
+        "dim": run.spec.dim,
+        "placeholder_time": run.started,
+    }
+    # I/O only: fits beside full actors
+    return ds.map_batches(
+        stage_block, fn_kwargs=block_output, batch_format="pyarrow", batch_size=None, num_cpus=0
     )
-    ds = ds.map_batches(
-        EmbedStage,
-        fn_constructor_args=(config.stages,),
-        batch_format="pyarrow",
-        batch_size=config.stages.embed_batch_size * 4,
-        **pools["embed"],
-    )
-    ds = ds.map_batches(
-        ValidateStage,
-        fn_constructor_args=(config.validation,),
-        batch_format="pyarrow",
-        batch_size=256,
-        **pools["validate"],
-    )
-    ds = ds.map_batches(
-        stage_block,
-        fn_kwargs={
-            "staging": staging,
-            "run_id": run_id,
-            "embedder_id": spec.id,
-            "dim": spec.dim,
-            "placeholder_time": placeholder,
-        },
-        batch_format="pyarrow",
-        batch_size=None,
-        num_cpus=0,
-    )  # I/O only: fits beside full actors
+
+
+def _run_stages(plan: Any, total: int, run: RunContext) -> Iterator[dict[str, Any]]:
+    """Run the stages on the planned documents; yields one small dict per output block (fragment metadata
+    and counts). The staged ``incoming`` documents are read by the workers and joined with ``plan``."""
+    import ray
+
+    _configure_data_context()
+    ds = _stage_dataset(plan, total, run)
     done = chunks = 0
     try:
         for part in ds.iter_rows():
             done += part["documents_staged"] + part["documents_failed"]
             chunks += part["chunks_in"]
             # chunks_written: chunks processed so far (kept for progress bars); they are committed at the end
-            emit(
+            run.emit(
                 "batch",
                 {
                     "chunks_staged": chunks,
@@ -666,26 +640,17 @@ def _run_stages(
         raise WorkerLostError(f"a Ray worker was lost: {exc}") from exc
 
 
-def _run_row(
-    run_id: str,
-    sources: list[str],
-    config: IngestConfig,
-    spec: Any,
-    started: datetime,
-    finished: datetime,
-    acc: Accounting,
-    quarantined: int,
-) -> dict[str, Any]:
-    settings = asdict(config)
+def _run_row(run: RunContext, finished: datetime, acc: Accounting, quarantined: int) -> dict[str, Any]:
+    settings = asdict(run.config)
     settings.pop("storage_options", None)  # may hold credentials
     return {
-        "run_id": run_id,
-        "started_at": started,
+        "run_id": run.run_id,
+        "started_at": run.started,
         "finished_at": finished,
-        "sources_json": json.dumps(sources),
+        "sources_json": json.dumps(run.sources),
         "config_json": json.dumps({**settings, "accounting": asdict(acc)}, default=str),
-        "embedder": spec.id,
-        "embedding_dim": spec.dim,
+        "embedder": run.spec.id,
+        "embedding_dim": run.spec.dim,
         "documents_seen": acc.documents_seen,
         "documents_written": acc.documents_written,
         "chunks_written": acc.chunks_written,

@@ -86,3 +86,15 @@ def test_annotate_stage_with_staging_requires_the_document_fields() -> None:
     stage = AnnotateStage(StageConfig(max_tokens=24), staging=object(), run_id="r")
     with pytest.raises(StageInputError, match="AnnotateStage: .* content_sha256, source_timezone"):
         stage(pa.Table.from_pylist([_doc("good", "It rained.")]))
+
+
+def test_ingest_config_is_frozen_and_copied_with_replace() -> None:
+    import dataclasses
+
+    from diachron.ingest.pipeline import IngestConfig
+
+    config = IngestConfig(db_uri="data/x.lancedb")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.batch_size = 4  # type: ignore[misc]
+    other = dataclasses.replace(config, batch_size=4)
+    assert (config.batch_size, other.batch_size, other.db_uri) == (16, 4, "data/x.lancedb")
