@@ -152,7 +152,7 @@ def test_two_replicas_on_one_uri_answer_alike_and_see_a_third_process_ingest(s3_
     servers = [_serve(_env(s3_env, tmp_path / f"replica{i}")) for i in (1, 2)]
     try:
         for server, port in servers:
-            _wait_ready(server, port, time.monotonic() + 120)
+            _wait_ready(server, port, time.monotonic() + 300)  # model load + index download, loaded machine
         first = [_answers(port) for _, port in servers]
         assert first[0] == first[1]
         docs = {d for answer in first[0] for _, d, _ in answer["evidence"]}
