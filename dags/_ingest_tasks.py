@@ -1,8 +1,7 @@
-"""The four tasks shared by ``nightly_refresh`` and ``backfill``; each body is one call into ``diachron.ingest.orchestration``.
+"""The four tasks of ``nightly_refresh`` and ``backfill``, each a call into ``diachron.ingest.orchestration``.
 
-Kept out of DAG parsing by ``.airflowignore``; imported by the DAG files (the DAGs folder is on ``sys.path``).
-Nothing heavy is imported here: ``ingest`` is imported inside the task bodies.
-"""
+Kept out of DAG parsing by ``.airflowignore``; imported by the DAG files (their folder is on ``sys.path``).
+Nothing heavy is imported here: ``ingest`` is imported inside the task bodies."""
 
 from __future__ import annotations
 
