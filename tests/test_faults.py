@@ -293,6 +293,89 @@ def test_one_sentence_claiming_two_centuries_is_not_event_time(batch: dict[str, 
     assert "inject" not in {e.doc_id for e in result.evidence}
 
 
+# --- hostile folders: one bad file, one quarantine row (issue 32) ---------------------------------------
+
+#: the hostile inputs of issue 32: record id -> a fragment of its one-line reason (None: any reason)
+HOSTILE = {
+    "loopA.txt": "unreadable file: Too many levels of symbolic links",
+    "loopB.txt": "unreadable file: Too many levels of symbolic links",
+    "random.txt": None,  # NUL bytes or invalid UTF-8, whichever comes first
+    "nul.txt": "binary file: NUL byte at 8",
+    "folder.txt": "unreadable file: Is a directory",
+    "locked.txt": "unreadable file: Permission denied",
+}
+HOSTILE_LINES = {2: "[1, 2]", 3: '"x"', 4: "3", 5: "null"}
+
+
+def hostile_sources(tmp: Path) -> tuple[list[str], int]:
+    """A folder of hostile files beside two good ones and a JSONL of non-object lines; ``(sources, seen)``.
+
+    Seen: the folder's 8 ``.txt``/``.md`` entries (``image.png`` is no text source, not seen) + 6 JSONL lines.
+    """
+    import random
+
+    folder = tmp / "hostile"
+    folder.mkdir()
+    (folder / "good.txt").write_text("The depot opened on 3 March 2021.\n", encoding="utf-8")
+    (folder / "good.md").write_text("# Note\n\nThe depot closed in May 2022.\n", encoding="utf-8")
+    os.symlink("loopB.txt", folder / "loopA.txt")
+    os.symlink("loopA.txt", folder / "loopB.txt")
+    (folder / "random.txt").write_bytes(b"\xff" + random.Random(7).randbytes(4096))
+    (folder / "nul.txt").write_bytes(b"In 2021 \x00\x00 the ledger was closed.")
+    (folder / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (folder / "folder.txt").mkdir()
+    locked = folder / "locked.txt"
+    locked.write_text("A locked memo of 2021.", encoding="utf-8")
+    locked.chmod(0)
+    lines_path = tmp / "values.jsonl"
+    rows = ['{"doc_id": "obj", "text": "An object line of June 2020."}', *HOSTILE_LINES.values()]
+    rows.append(json.dumps({"doc_id": "nul-text", "text": "before\u0000after"}))
+    lines_path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return [str(folder), str(lines_path)], 8 + len(rows)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def test_every_hostile_file_is_one_rejected_record_and_the_good_ones_are_read(tmp_path: Path) -> None:
+    sources, seen = hostile_sources(tmp_path)
+    items = [item for source in sources for item in load_source(source)]
+    assert len(items) == seen  # nothing lost, nothing raised
+    docs = {i.doc_id for i in items if isinstance(i, SourceDocument)}
+    rejected = {i.record_id: i.reason for i in items if isinstance(i, Rejected)}
+    assert {"good.txt", "good.md", "obj"} <= docs
+    for record_id, reason in HOSTILE.items():
+        if record_id == "locked.txt" and _as_root():
+            assert "locked.txt" in docs  # root reads a mode-000 file: nothing to refuse
+            continue
+        assert reason is None or reason in rejected[record_id], (record_id, rejected[record_id])
+        assert "\n" not in rejected[record_id]
+    assert rejected["random.txt"].startswith(("binary file: NUL byte", "invalid UTF-8 at byte 0"))
+    values = {
+        k: v for k, v in rejected.items() if k.endswith(tuple(f"values.jsonl:{n}" for n in HOSTILE_LINES))
+    }
+    assert sorted(values.values()) == ["a JSONL line must be an object"] * 4
+    assert rejected["nul-text"] == "'text' holds a NUL character at 6 (binary content, not text)"
+
+
+@pytest.mark.integration
+def test_a_hostile_folder_quarantines_each_bad_file_and_writes_the_rest(tmp_path: Path) -> None:
+    from accounting import assert_accounted
+    from diachron.ingest.pipeline import IngestConfig, run_ingest
+
+    sources, seen = hostile_sources(tmp_path)
+    db = str(tmp_path / "db")
+    summary = run_ingest(sources, IngestConfig(db_uri=db, num_cpus=2, optimize=False))
+    tables = assert_accounted(db, summary, records_in=seen)  # 0 lost: written + quarantined == seen
+    written = {r["doc_id"] for r in tables["documents"]}
+    source_rows = {r["record_id"] for r in tables["quarantine"] if r["stage"] == "source"}
+    readable = {"good.txt", "good.md", "obj"} | ({"locked.txt"} if _as_root() else set())
+    assert written == readable
+    assert summary.documents_written + summary.documents_quarantined == seen
+    assert len(source_rows) == seen - len(readable)
+
+
 # --- query side (fixed by the owners of the parser and the edges; their inputs kept here) ---------------
 
 
