@@ -142,7 +142,12 @@ def test_strict_keeps_the_hard_filter(table) -> None:
 
 def test_ranking_weights_validate_and_override() -> None:
     weights = RankingWeights()
-    assert (weights.temporal, weights.context, weights.lexical) == (0.1, 0.75, 0.1)
+    assert (weights.temporal, weights.context, weights.lexical, weights.demotion) == (
+        0.1,
+        0.75,
+        0.1,
+        math.inf,
+    )
     assert (weights.rerank_depth(10), weights.rerank_depth(30)) == (50, 90)
     assert (weights.coverage_depth(10), weights.current_depth(15)) == (100, 30)
     assert weights.override(temporal=None) is weights
