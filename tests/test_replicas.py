@@ -101,7 +101,8 @@ def _ingest(source: Path, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def _serve(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, int]:
+    """A ``diachron serve`` process; stderr to ``log`` (an unread pipe would block it once full)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -109,9 +110,9 @@ def _serve(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
         [sys.executable, "-c", SCRIPT, "diachron", "serve", "--db", URI, "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=log.open("w"),
     )
+    server.log = log  # type: ignore[attr-defined]
     return server, port
 
 
@@ -137,19 +138,21 @@ def _answers(port: int) -> list[dict[str, Any]]:
 
 def _wait_ready(server: subprocess.Popen, port: int, deadline: float) -> None:
     while True:
-        assert server.poll() is None, server.stderr.read()[-2000:]
+        assert server.poll() is None, server.log.read_text()[-2000:]  # type: ignore[attr-defined]
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
-        assert time.monotonic() < deadline, "diachron serve did not answer in time"
+        assert time.monotonic() < deadline, (
+            "diachron serve did not answer in time: " + server.log.read_text()[-2000:]  # type: ignore[attr-defined]
+        )
         time.sleep(0.3)
 
 
 def test_two_replicas_on_one_uri_answer_alike_and_see_a_third_process_ingest(s3_env, tmp_path):
     _ingest(_notes(tmp_path / "a.jsonl", 2022, 1), _env(s3_env, tmp_path / "ingest-cache"))
-    servers = [_serve(_env(s3_env, tmp_path / f"replica{i}")) for i in (1, 2)]
+    servers = [_serve(_env(s3_env, tmp_path / f"replica{i}"), tmp_path / f"serve{i}.log") for i in (1, 2)]
     try:
         for server, port in servers:
             _wait_ready(server, port, time.monotonic() + 300)  # model load + index download, loaded machine
