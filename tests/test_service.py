@@ -164,7 +164,7 @@ def test_edge_checks_give_one_line_errors():
     assert parse_clock("", "now") is None
 
 
-# ---- a real service --------------------------------------------------------------------------------------------
+# ---- a real service --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +329,28 @@ def test_a_new_table_version_is_seen_without_restart(stock_db, tmp_path):
         ).json()
     top = max(after["evidence"], key=lambda e: e["score"])
     assert (top["doc_id"], top["title"]) == ("zebra-2011-03", "Lighthouse auction")
+
+
+@pytest.mark.integration
+def test_answer_true_adds_the_answer_object_and_the_remote_client_answers(service):
+    from diachron.retrieval.remote import RemoteClient
+
+    body = {"question": MSFT, "k": 5, "now": NOW}
+    plain = httpx.post(f"{service}/search", json=body, timeout=120).json()
+    assert "answer" not in plain  # the --json schema, unchanged without answer=true
+    payload = httpx.post(f"{service}/search", json={**body, "answer": True}, timeout=120).json()
+    answer = payload["answer"]
+    assert (answer["scope"], answer["checked"], answer["source"], answer["reason"]) == (
+        "between Sep 2010 and Aug 2012",
+        True,
+        "summary",
+        None,
+    )
+    assert answer["text"].startswith("Between Sep 2010 and Aug 2012, the evidence says:\n\n")
+    assert [c["doc_id"] for c in answer["citations"]] == [e["doc_id"] for e in payload["evidence"]]
+    got = httpx.get(f"{service}/search", params={**body, "answer": "true"}, timeout=120).json()
+    assert got["answer"]["scope"] == "between Sep 2010 and Aug 2012"
+    typed = RemoteClient(service).answer(MSFT, k=5, now=_utc(2026, 1, 1))
+    assert (
+        typed.text == answer["text"] and typed.result.evidence[0].doc_id == payload["evidence"][0]["doc_id"]
+    )
