@@ -33,8 +33,9 @@ import numpy as np
 import pytest
 from conftest import shared_path
 
-# slow until it has passed once end to end: on this machine at load 50-110 the Ray head took 3 attempts to
-# start and the first nightly's 3 shards did not finish in 600 s; quiet, the module should take ~2-3 min.
+# slow until it has passed once end to end: on this machine at load 35-110 the Ray head took up to 3 attempts
+# to start, and the first nightly (3 shards of 4 documents, ~500 s each at that load) reached success with
+# overlapping shards; the rest is unverified here. Quiet, the module should take a few minutes.
 # Run it with: python -m pytest -q -s -m slow tests/test_scheduler.py
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -264,8 +265,12 @@ def _tables(db: Path) -> dict[str, list[dict[str, Any]]]:
     import lancedb
 
     conn = lancedb.connect(str(db))
+    names = set(getattr(conn.list_tables(), "tables", conn.list_tables()))  # no quarantine table: none
     keys = {"documents": "doc_id", "chunks": "chunk_id", "quarantine": "quarantine_id", "runs": "run_id"}
-    return {n: sorted(conn.open_table(n).to_arrow().to_pylist(), key=lambda r: r[k]) for n, k in keys.items()}
+    return {
+        n: sorted(conn.open_table(n).to_arrow().to_pylist(), key=lambda r: r[k]) if n in names else []
+        for n, k in keys.items()
+    }
 
 
 def _assert_same_content(got: dict[str, list[dict[str, Any]]], want: dict[str, list[dict[str, Any]]]) -> None:
