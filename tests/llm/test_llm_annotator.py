@@ -1,8 +1,8 @@
 """The real vLLM CPU engine behind the ``vllm`` annotator: plumbing, not quality (the model is 135M).
 
 Run in the LLM venv after ``scripts/setup_llm_cpu.sh``: ``.venv-llm/bin/python -m pytest -m llm tests/llm``.
-Two engines never run at once (2 cores): the Ray actor's class-scoped fixture is torn down before the
-HTTP server's starts.
+Two engines never run at once (2 cores): each Ray Data LLM processor run stops its engine actor at its end,
+and the local Ray is shut down before the HTTP server starts.
 """
 
 from __future__ import annotations
@@ -12,30 +12,29 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("vllm", reason="the real-engine tests run in the LLM venv (scripts/setup_llm_cpu.sh)")
 
-from diachron.ingest.annotation.base import DocumentAnnotation, DocumentContext
+from diachron.ingest.annotation.base import DocumentAnnotation
 from diachron.ingest.annotation.llm import (
     STAGE1_SCHEMA,
     STAGE2_SCHEMA,
-    LLMAnnotator,
-    LLMPolicy,
     build_llm_annotator,
     parse_stage1,
     parse_stage2,
 )
 from diachron.ingest.annotation.rules import RuleAnnotator
 from diachron.schemas.time import Interval
+from diachron.temporal.llm_backends import build_backend
 
-pytestmark = [pytest.mark.llm, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.llm, pytest.mark.timeout(1800)]
 
 MODEL = Path(os.environ.get("DIACHRON_LLM_MODEL_DIR", Path.home() / ".cache/diachron/smollm2-135m-instruct"))
-ENGINE = {"max_model_len": 2048, "max_num_seqs": 8, "gpu_memory_utilization": 0.3}
+ENGINE = {"max_model_len": 2048, "max_num_seqs": 8, "gpu_memory_utilization": 0.15}
 PROVENANCE = "vllm:smollm2-135m-instruct:p1"
 DOC = DocumentAnnotation(datetime(2015, 6, 1, tzinfo=UTC), "metadata", "IBM quarterly results.", "rules")
 TEXTS = [
@@ -58,21 +57,20 @@ def model_dir() -> Path:
 
 
 @pytest.fixture(scope="class")
-def ray_annotator():
+def local_ray():
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    annotator = build_llm_annotator(
-        {"model": str(MODEL), "num_gpus": 0, **ENGINE, "batch_size": 4}, fallback=RuleAnnotator()
-    )
-    yield annotator
-    annotator.backend.close()
+    yield
     ray.shutdown()
 
 
-class TestOfflineEngineInRayActor:
-    def test_batch_answers_are_schema_valid_json(self, ray_annotator) -> None:
-        out = ray_annotator.backend.generate(
+class TestRayDataLLMProcessor:
+    """vLLM through ``ray.data.llm`` (``vLLMEngineProcessorConfig`` + ``build_processor``), CPU build."""
+
+    def test_one_processor_run_answers_a_batch_with_schema_valid_json(self, local_ray) -> None:
+        backend = build_backend({"model": str(MODEL), **ENGINE})
+        out = backend.generate(
             [_conversation(t) for t in TEXTS], schema=STAGE2_SCHEMA, max_tokens=192, temperature=0.0
         )
         assert len(out) == 4 and all(c.tokens > 0 for c in out)
@@ -81,67 +79,49 @@ class TestOfflineEngineInRayActor:
         for c in finished:  # guided decoding: every finished answer parses under the schema
             events = parse_stage2(c.text)
             assert all(e.interval is None or isinstance(e.interval, Interval) for e in events)
-
-    def test_stage1_answer_parses(self, ray_annotator) -> None:
-        doc = DocumentContext(
-            "d1",
-            "IBM results",
-            "ARMONK, N.Y., 20 July 2015 -- IBM reported revenue of $20.8 billion for the second quarter.",
-            "Contact: press office.",
-            None,
-        )
-        stage1 = ray_annotator.annotate_document(doc)
-        assert stage1.annotator in (PROVENANCE, f"rules(fallback:{PROVENANCE})")
-        if stage1.annotator == PROVENANCE:
-            assert stage1.abstract and stage1.published_at_source in ("llm", "rules", "unknown")
-        raw = ray_annotator.backend.generate(
-            [[{"role": "user", "content": "When was this published? " + doc.first_segment}]],
+        stage1 = backend.generate(
+            [[{"role": "user", "content": "When was this published? ARMONK, 20 July 2015 -- IBM reported."}]],
             schema=STAGE1_SCHEMA,
             max_tokens=160,
             temperature=0.0,
         )[0]
-        if raw.finish_reason == "stop":
-            assert 0 <= parse_stage1(raw.text).confidence <= 1
+        if stage1.finish_reason == "stop":
+            assert 0 <= parse_stage1(stage1.text).confidence <= 1
 
-    def test_chunks_are_batched_checked_and_attributed(self, ray_annotator) -> None:
-        annotator = LLMAnnotator(
-            ray_annotator.backend, RuleAnnotator(), LLMPolicy(batch_size=2, max_tokens_chunk=160)
-        )
-        notes = annotator.annotate_chunks(TEXTS, doc=DOC)
-        assert len(notes) == 4
-        assert 4 <= annotator.stats["requests"] <= 8  # each chunk once, the unusable ones once more
-        rules = RuleAnnotator().annotate_chunks(TEXTS, doc=DOC)
-        for note, rule in zip(notes, rules, strict=True):
-            assert note.annotator in (PROVENANCE, f"rules(fallback:{PROVENANCE})")
-            assert all(
-                any(i.overlaps(r) for i in note.intervals) for r in rule.intervals
-            )  # written dates stay
-            assert all(
-                isinstance(i, Interval) and (i.start is None or i.end is None or i.start < i.end)
-                for i in note.intervals
+    def test_ingest_asks_every_document_through_the_processor(self, local_ray, tmp_path) -> None:
+        """A whole ``run_ingest`` with the vllm annotator: stage 1 of all documents in one processor run,
+        stage 2 of all chunks in the next, the annotate actors replaying the answers."""
+        import json
+
+        import lancedb
+        from diachron.ingest.pipeline import IngestConfig, run_ingest
+        from diachron.ingest.stages import StageConfig
+
+        source = tmp_path / "docs.jsonl"
+        source.write_text(
+            "".join(
+                json.dumps({"doc_id": f"d{i}", "title": "IBM", "published_at": "2015-06-01", "text": t})
+                + "\n"
+                for i, t in enumerate(TEXTS)
             )
-            assert len(note.texts) == len(note.intervals)
-
-    def test_truncation_retries_once_then_falls_back_with_provenance(self, ray_annotator) -> None:
-        tiny = LLMAnnotator(ray_annotator.backend, RuleAnnotator(), LLMPolicy(max_tokens_chunk=3))
-        notes = tiny.annotate_chunks(TEXTS[:2], doc=DOC)
-        assert tiny.stats["requests"] == 4  # 2 tries x 2 chunks: 3 then 6 tokens cannot close the JSON
-        assert [n.annotator for n in notes] == [f"rules(fallback:{PROVENANCE})"] * 2
-        assert notes[0].intervals == [
-            Interval(datetime(2015, 5, 5, tzinfo=UTC), datetime(2015, 5, 6, tzinfo=UTC))
-        ]
-        assert tiny.stats["fallbacks"] == 2
-
-    def test_out_of_bound_intervals_become_flags(self, ray_annotator) -> None:
-        # a policy under which every dated event is nonsense: no interval may last longer than 0 s. Each
-        # LLM interval must then leave the chunk as a flag (a quarantine row); only rule dates remain.
-        strict = LLMAnnotator(ray_annotator.backend, RuleAnnotator(), LLMPolicy(max_span=timedelta(0)))
-        notes = strict.annotate_chunks(TEXTS, doc=DOC)
-        rules = RuleAnnotator().annotate_chunks(TEXTS, doc=DOC)
-        for note, rule in zip(notes, rules, strict=True):
-            assert note.intervals == rule.intervals  # only the rule tagger's dates remain
-            assert all(f.startswith(f"{PROVENANCE}: ") for f in note.flags)
-        assert sum(len(n.flags) for n in notes if n.annotator == PROVENANCE) >= 1
+        )
+        stages = StageConfig(
+            annotator="vllm", annotator_options={"model": str(MODEL), **ENGINE, "batch_size": 4}
+        )
+        summary = run_ingest(
+            [str(source)], IngestConfig(db_uri=str(tmp_path / "db"), num_cpus=2, stages=stages)
+        )
+        assert summary.documents_written == 4
+        chunks = lancedb.connect(str(tmp_path / "db")).open_table("chunks").to_arrow().to_pylist()
+        annotators = {c["annotator"] for c in chunks}
+        assert annotators <= {PROVENANCE, f"rules(fallback:{PROVENANCE})"}, annotators
+        assert PROVENANCE in annotators  # at least one chunk kept the model's answer
+        merger = next(c for c in chunks if "Acme" in c["text"])  # the written date stays (rules cross-check)
+        day = datetime(2015, 5, 5, 12, tzinfo=UTC)
+        assert any(
+            (iv["start"] is None or iv["start"] <= day) and (iv["end"] is None or day < iv["end"])
+            for iv in merger["intervals"]
+        ), merger
 
 
 def _free_port() -> int:
