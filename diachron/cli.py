@@ -332,6 +332,8 @@ def ingest(
     Progress goes to stderr: a live bar on a terminal; when piped or in CI, a line per stage and at most
     one every 10 s (documents, chunks, elapsed). ``--json`` puts only the summary on stdout.
     """
+    if (damaged := _damage(db)) is not None:  # a cut data file: name it before any work starts
+        raise _fail(damaged)
     with _ingest_errors():
         config = _ingest_config(
             sources,

@@ -394,6 +394,9 @@ def test_a_damaged_table_is_one_line_and_repair_rolls_it_back(matrix_db: str, tm
     assert f"data file data/{newest.name} holds {size // 2} of its {size} bytes" in line
     assert f"Run `diachron repair {db}`" in line and "Traceback" not in broken.output
 
+    ingest = CliRunner().invoke(app, ["ingest", str(tmp_path / "none.jsonl"), "--db", db])
+    assert ingest.exit_code == 1 and ingest.output.strip() == line  # named before any work starts
+
     with serving(ServiceConfig(db=db, timeout_s=300)) as url:
         health = httpx.get(f"{url}/health", timeout=60)
         assert health.status_code == 503 and health.json()["status"] == "damaged"
