@@ -16,7 +16,8 @@ __all__ = ["human_instant", "human_interval"]
 
 
 def human_instant(value: datetime | None, granularity: Granularity | str = Granularity.DAY) -> str:
-    """``value`` (UTC) written at ``granularity``: "2015", "Q1 2015", "Feb 2011", "6 Dec 1921", "6 Dec 1921 14:05 UTC".
+    """``value`` (UTC) written at ``granularity``: "2015", "Q1 2015", "Feb 2011", "6 Dec 1921", "6 Dec 1921
+    14:05 UTC".
 
     ``None`` gives "—" (an open side is worded by :func:`human_interval`).
     """

@@ -115,7 +115,8 @@ class IngestProgress:
             self._line(f"{info['todo']} to process, {info['unchanged']} unchanged")
         elif event == "batch":
             now, last = self.clock(), info["documents_done"] >= info["documents_total"]
-            self._state = f"{info['documents_done']}/{info['documents_total']} documents, {info['chunks_written']} chunks"
+            done, total = info["documents_done"], info["documents_total"]
+            self._state = f"{done}/{total} documents, {info['chunks_written']} chunks"
             if last or self._last_batch is None or now - self._last_batch >= self.every:
                 self._last_batch = now
                 self._line(self._state)
@@ -142,7 +143,10 @@ class IngestProgress:
             bar.update(
                 task,
                 completed=info["documents_done"],
-                info=f"{info['documents_done']}/{info['documents_total']} docs, {info['chunks_written']} chunks",
+                info=(
+                    f"{info['documents_done']}/{info['documents_total']} docs, "
+                    f"{info['chunks_written']} chunks"
+                ),
             )
         elif event == "done":
             bar.update(task, completed=bar.tasks[0].total, info="done")

@@ -35,7 +35,8 @@ BENIGN = ("has constructor arguments in the object store and max_restarts > 0",)
 
 
 def is_ray_noise(line: str) -> bool:
-    """True for one of Ray's informational log lines (see the module docstring); ``line`` without its newline."""
+    """True for one of Ray's informational log lines (see the module docstring); ``line`` without its
+    newline."""
     glog = _GLOG.match(line)
     if glog:
         level, message = glog.groups()

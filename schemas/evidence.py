@@ -244,7 +244,8 @@ def intent_from_dict(data: dict[str, Any]) -> TemporalIntent:
 
 
 def signal_from_dict(data: dict[str, Any]) -> Signal:
-    """A typed signal from its ``to_dict`` form, chosen by ``type`` (``conflict`` | ``gap`` | ``clarification``).
+    """A typed signal from its ``to_dict`` form, chosen by ``type`` (``conflict`` | ``gap`` |
+    ``clarification``).
 
     A clarification's candidates carry no ``recorded_at`` on the wire: it comes back as ``None``.
 

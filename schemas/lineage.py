@@ -32,7 +32,8 @@ __all__ = [
 #: key in ``documents.metadata_json`` marking a ``valid_until`` that ingest derived from its batch (not stated
 #: by the source): retrieval re-derives it from the full lineage.
 DERIVED_UNTIL_KEY = "valid_until_derived"
-#: key in ``documents.metadata_json`` marking a ``series_id`` that ingest inferred from the ``supersedes`` chain
+#: key in ``documents.metadata_json`` marking a ``series_id`` that ingest inferred from the ``supersedes``
+#: chain
 #: or the shared id prefix (the source gave none).
 SERIES_INFERRED_KEY = "series_inferred"
 #: key in ``documents.metadata_json`` keeping a ``supersedes`` value that resolved to no document.

@@ -36,7 +36,8 @@ def class_slice(sorted_starts: np.ndarray, width: int, qs: int, qe: int) -> tupl
 
 
 def past_start(sorted_ends: np.ndarray, qs: int) -> int:
-    """First of the intervals open to the past (sorted by end) that overlaps ``[qs, …)``: it ends after ``qs``."""
+    """First of the intervals open to the past (sorted by end) that overlaps ``[qs, …)``: it ends after
+    ``qs``."""
     return int(np.searchsorted(sorted_ends, qs, side="right"))
 
 
@@ -98,7 +99,8 @@ class SortedOverlaps:
         return sum(a.nbytes for a in arrays)
 
     def count_upper_bound(self, qs: int, qe: int) -> int:
-        """Intervals read by :meth:`overlapping` for ``[qs, qe)`` (≥ the exact count; binary searches only)."""
+        """Intervals read by :meth:`overlapping` for ``[qs, qe)`` (≥ the exact count; binary searches
+        only)."""
         total = len(self.always) + len(self.past_ends) - past_start(self.past_ends, qs)
         total += future_stop(self.future_starts, qe)
         for width, st, _, _ in self.classes:

@@ -396,10 +396,11 @@ def build_backend(options: dict[str, Any]) -> LLMBackend:
 
     Options: ``model`` (required), ``url``, ``served_model`` (HTTP model name, default ``model``),
     ``timeout_s``, ``retries``, ``concurrency``, ``api_key`` (HTTP); ``num_gpus`` (default 0: the CPU build),
-    ``num_cpus`` (default 1), ``concurrency`` (engines, default 1), ``python`` and the ``vllm.LLM`` keywords ``max_model_len``, ``max_num_seqs``,
-    ``gpu_memory_utilization``, ``dtype``, ``enforce_eager``, ``tensor_parallel_size`` (Ray); ``answers``
-    (a dict or Ray ``ObjectRef``, set by the ingest pipeline) beside the Ray options. Unknown keys are an
-    error. ``timeout_s`` is accepted and ignored for Ray (Ray Data retries a failed batch itself).
+    ``num_cpus`` (default 1), ``concurrency`` (engines, default 1), ``python`` and the ``vllm.LLM`` keywords
+    ``max_model_len``, ``max_num_seqs``, ``gpu_memory_utilization``, ``dtype``, ``enforce_eager``,
+    ``tensor_parallel_size`` (Ray); ``answers`` (a dict or Ray ``ObjectRef``, set by the ingest pipeline)
+    beside the Ray options. Unknown keys are an error. ``timeout_s`` is accepted and ignored for Ray (Ray Data
+    retries a failed batch itself).
 
     Raises:
         ConfigError: no ``model``, an unknown key, or a value of the wrong type.

@@ -1,4 +1,5 @@
-"""The ingest invariant, checked after every ingest in the tests: records in = written + quarantined + unchanged.
+"""The ingest invariant, checked after every ingest in the tests: records in = written + quarantined +
+unchanged.
 
 ``assert_accounted(db_uri, summary, records_in=N)`` checks it for documents and for chunks, in the run
 summary and in the tables (issue 13), plus the table facts it rests on: ids unique in every table, no
@@ -84,7 +85,8 @@ def assert_accounted(db_uri: str, summary: Any, *, records_in: int) -> dict[str,
     empty = written_docs - {r["doc_id"] for r in written_chunks}
     assert not empty, f"documents written with no chunk: {sorted(empty)[:3]}"
 
-    # records in = written + quarantined + unchanged (documents), seen = written + quarantined + unchanged (chunks)
+    # records in = written + quarantined + unchanged (documents), seen = written + quarantined + unchanged
+    # (chunks)
     quarantined_docs = getattr(summary, "documents_quarantined", None)
     if quarantined_docs is None:  # a summary without the field: count the run's record-level rows
         quarantined_docs = len(

@@ -1,4 +1,5 @@
-"""Shared pytest setup: repo root on ``sys.path``, offline model hubs, shared data, one ingested stock index."""
+"""Shared pytest setup: repo root on ``sys.path``, offline model hubs, shared data, one ingested stock
+index."""
 
 from __future__ import annotations
 

@@ -127,12 +127,16 @@ def test_resolve_keeps_the_time_zone_period() -> None:
 
 def test_a_parenthesized_lifespan_is_no_anchor() -> None:
     # Heinrich Vogeler (TimeQA): "The couple had one daughter , Elsbeth ( 1898-1984 ) . The next year …"
-    text = "In 1901 he married Martha Schröder . The couple had one daughter , Elsbeth ( 1898-1984 ) . The next year , he built a house ."
+    text = (
+        "In 1901 he married Martha Schröder . The couple had one daughter , Elsbeth ( 1898-1984 ) . "
+        "The next year , he built a house ."
+    )
     assert _read(text)[-1] == ("The next year", Interval(t(1902), t(1903), G.YEAR))
 
 
 def test_an_unresolved_phrase_leaves_the_taggers_reading() -> None:
-    # no earlier date and no publication time: "the next day" stays unread, and nothing the tagger read is lost
+    # no earlier date and no publication time: "the next day" stays unread, and nothing the tagger read is
+    # lost
     text = "On 4 July 2004 they met . The next day they left ."
     assert [x for x, _ in _read(text)] == ["4 July 2004", "The next day"]
     assert [x for x, _ in _read("The next day they left .")] == []

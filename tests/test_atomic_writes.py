@@ -35,7 +35,8 @@ INGEST = """
 import json, sys
 from dataclasses import asdict
 from diachron.ingest.pipeline import IngestConfig, run_ingest
-print("SUMMARY " + json.dumps(asdict(run_ingest([sys.argv[1]], IngestConfig(db_uri=sys.argv[2], num_cpus=2)))))
+summary = run_ingest([sys.argv[1]], IngestConfig(db_uri=sys.argv[2], num_cpus=2))
+print("SUMMARY " + json.dumps(asdict(summary)))
 """
 TABLES = ("documents", "chunks", "quarantine", "runs")
 

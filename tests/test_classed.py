@@ -61,7 +61,9 @@ def test_classed_top_equals_brute_force_on_every_kind_of_interval(tmp_path):
         qe = qs + int(rng.choice([1, 2, 5, 100, 3000, 20_000]))
         query = rng.standard_normal(16).astype(np.float32)
         slices = entries.slices([(qs, qe)])
-        got_rows, got_scores = entries.top(slices, prepare(query, scale), lambda r: vectors[r] @ query, K)
+        got_rows, got_scores = entries.top(
+            slices, prepare(query, scale), lambda r, q=query: vectors[r] @ q, K
+        )
         want_rows, want_scores = _brute(starts, ends, rows, vectors, query, qs, qe, K)
         assert got_rows.tolist() == want_rows.tolist()
         assert np.allclose(got_scores, want_scores, atol=1e-5)
@@ -133,7 +135,11 @@ def test_planner_reads_a_narrow_window_from_the_classed_entries_exactly(table):
         offsets, _, plan = searcher.top_k_planned(vector, tf_asof, k=K)
         assert plan.layout == "classed"
         assert _offsets(offsets) == _truth(
-            rows, vectors, window, vector, ok=lambda r: int(r["recorded_at"].timestamp() * 1e6) <= cut
+            rows,
+            vectors,
+            window,
+            vector,
+            ok=lambda r, cut=cut: int(r["recorded_at"].timestamp() * 1e6) <= cut,
         )
         offsets, _, plan = searcher.top_k_planned(
             vector, TimeFilter(event=(window,), admit_unknown=True), k=K

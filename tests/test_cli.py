@@ -85,7 +85,7 @@ def test_ask_with_a_file_as_db_says_it_is_a_file(tmp_path):
     assert "diachron ingest SOURCE --db" not in line
 
 
-# ---- the CLI as a new user meets it (issue 14) ------------------------------------------------------------------
+# ---- the CLI as a new user meets it (issue 14) -------------------------------------------------------------
 
 
 def _options(command) -> list:
@@ -314,7 +314,8 @@ def test_ask_cards_show_the_question_as_asked_and_dates_as_people_write_them(sto
 
 @pytest.mark.integration
 def test_an_empty_answer_says_why(stock_db):
-    """The stock summaries run 2000–2013: a question about 1850 gets the window, the index's span and what to try."""
+    """The stock summaries run 2000–2013: a question about 1850 gets the window, the index's span and what to
+    try."""
     from datetime import timedelta
 
     import lancedb
@@ -377,7 +378,8 @@ def test_ask_imports_no_ray_spacy_or_great_expectations(stock_db):
 
     script = (
         "import sys\nfrom diachron.cli import app\n"
-        f"sys.argv = ['diachron', 'ask', 'How did IBM do in March 2011?', '--db', {stock_db[0]!r}, '-k', '1']\n"
+        "sys.argv = ['diachron', 'ask', 'How did IBM do in March 2011?', '--db', "
+        f"{stock_db[0]!r}, '-k', '1']\n"
         "try:\n    app()\nexcept SystemExit:\n    pass\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'ray', 'spacy', 'great_expectations', "
         "'sentence_transformers'}))\n"

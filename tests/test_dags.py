@@ -1,4 +1,5 @@
-"""The Airflow DAGs (``dags/``) and ``diachron.ingest.orchestration``: DagBag import and structure, and real runs.
+"""The Airflow DAGs (``dags/``) and ``diachron.ingest.orchestration``: DagBag import and structure, and real
+runs.
 
 Integration tests use a temporary ``AIRFLOW_HOME`` with a SQLite metadata DB migrated by ``airflow db
 migrate``, the DAG files parsed from ``dags/`` the way the dag-processor does (``BundleDagBag``), real
@@ -291,7 +292,8 @@ def test_backfill_keeps_valid_time_and_survives_a_mid_write_crash(
     first_nightly: dict[str, Any], dagbag: Any, tmp_path: Path
 ) -> None:
     """Late documents keep their valid time and get a later ``recorded_at``; the shard task crashes once
-    after committing its chunks (``fail_first_attempts=1``), is retried, and the tables end without duplicates."""
+    after committing its chunks (``fail_first_attempts=1``), is retried, and the tables end without
+    duplicates."""
     db = tmp_path / "db"
     shutil.copytree(first_nightly["db"], db)
     late = [dict(r, valid_from=r["period_start"], valid_until=r["period_end"]) for r in stock_lines(100, 103)]

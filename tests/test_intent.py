@@ -85,7 +85,8 @@ def _t(value: str | None) -> datetime | None:
             [("2026-01-01", "2026-04-01")],
             "How did revenue compare?",
         ),
-        # "N years ago" names the calendar year N back, the written unit (issue 28: a month is invented precision)
+        # "N years ago" names the calendar year N back, the written unit (issue 28: a month is invented
+        # precision)
         (
             "What did the company do two years ago?",
             "at",
@@ -166,7 +167,7 @@ def test_best_worst_month_questions(row: dict[str, Any]) -> None:
     assert intent.core_query.startswith("in which month did ")
 
 
-# --- issue 12: windows written the way people write them (expected windows worked out by hand) ----------------
+# --- issue 12: windows written the way people write them (expected windows worked out by hand) --------------
 @pytest.mark.parametrize(
     ("question", "relation", "window", "core"),
     [
@@ -356,7 +357,8 @@ def test_timeqa_windows(question: str, window: tuple[str, str | None]) -> None:
     ("question", "relation", "window", "event"),
     [
         # a date between "the" and a noun names an event: it stays in the core query; its time is the date as
-        # written with the relation word applied (after a year = from the next year on, since = from its start)
+        # written with the relation word applied (after a year = from the next year on, since = from its
+        # start)
         ("What changed since the 1929 crash?", "after", ("1929-01-01", None), "the 1929 crash"),
         (
             "What happened after the 2008 financial crisis?",
@@ -412,24 +414,26 @@ def test_periods_are_no_event_names(question: str, core: str) -> None:
         # TimeQA questions with two times: one dates a phrase describing the subject (a relative clause, a
         # participle after a noun, an event of the subject), the other is the time asked; windows by hand
         (
-            "New Zealand politician who served as the 37th prime minister of New Zealand between Jun 2004 and Nov 2005, "
-            "Helen Elizabeth Clark received which award in 2008?",
+            "New Zealand politician who served as the 37th prime minister of New Zealand between Jun 2004 "
+            "and Nov 2005, Helen Elizabeth Clark received which award in 2008?",
             ("2008-01-01", "2009-01-01"),
             "between Jun 2004 and Nov 2005",
         ),
         (
-            "The submarine that was sunk on May 6, 1944 during her ninth patrol was commanded by what man in Sep 1942?",
+            "The submarine that was sunk on May 6, 1944 during her ninth patrol was "
+            "commanded by what man in Sep 1942?",
             ("1942-09-01", "1942-10-01"),
             "May 6, 1944",
         ),
         (
-            "between Jun 1939 and May 1949, what was the moniker of the Lowell, Massachusetts school, chartered in 1894 as "
-            "a teacher training institution?",
+            "between Jun 1939 and May 1949, what was the moniker of the Lowell, Massachusetts school, "
+            "chartered in 1894 as a teacher training institution?",
             ("1939-06-01", "1949-06-01"),
             "1894",
         ),
         (
-            "Which two schools did the 2002 to 2008 head coach of the Tampa Bay Buccaneers attend after Aug 1984?",
+            "Which two schools did the 2002 to 2008 head coach of the Tampa Bay "
+            "Buccaneers attend after Aug 1984?",
             ("1984-09-01", None),
             "2002 to 2008",
         ),

@@ -342,7 +342,9 @@ def late_documents() -> list[dict[str, Any]]:
             "doc_id": "fee-schedule/fix-1",
             "series_id": "fee-schedule",
             "title": "fee schedule correction",
-            "text": "Correction to the fee schedule: the late payment fee is 15 euros per invoice, not 50 euros.",
+            "text": (
+                "Correction to the fee schedule: the late payment fee is 15 euros per invoice, not 50 euros."
+            ),
             "published_at": "2024-12-03",
             "supersedes": "fee-schedule/v1",
             "relation": "corrects",
@@ -515,8 +517,8 @@ def test_latest_unversioned_report_as_of_a_day(scenarios: Any) -> None:
 
 # --- real data, as shipped ------------------------------------------------------------------------------
 # tzdb_news/releases.jsonl (all 314 releases) and the debian_changelogs lines of three packages, copied byte
-# for byte: no series_id anywhere. Expected answers come from the raw files: the release (entry) with the latest
-# publication on or before the day asked about.
+# for byte: no series_id anywhere. Expected answers come from the raw files: the release (entry) with the
+# latest publication on or before the day asked about.
 
 SHARED = Path(os.environ.get("DIACHRON_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 TZDB = SHARED / "data/tzdb_news/releases.jsonl"
@@ -695,12 +697,12 @@ def test_summary_states_scope_versions_and_conflicts() -> None:
     assert summarize(hand_result()).splitlines() == [
         "Question: Which travel policy applied?",
         (
-            "Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time 2024-12-10T00:00:00Z; "
-            "as recorded by 2024-12-02T00:00:00Z)"
+            "Scope: current [2022-06-15T00:00:00Z, 2022-06-16T00:00:00Z) (reference time "
+            "2024-12-10T00:00:00Z; as recorded by 2024-12-02T00:00:00Z)"
         ),
         (
-            "[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, 2022-07-01T00:00:00Z); "
-            "recorded 2024-12-01T00:00:00Z): Travel policy 1."
+            "[1] travel-policy/v1 (published 2022-01-01T00:00:00Z; valid [2022-01-01T00:00:00Z, "
+            "2022-07-01T00:00:00Z); recorded 2024-12-01T00:00:00Z): Travel policy 1."
         ),
         (
             "[2] travel-policy/v2 (published 2022-06-01T00:00:00Z; valid [2022-06-01T00:00:00Z, +inf); "

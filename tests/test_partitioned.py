@@ -38,7 +38,8 @@ NARROW = Interval(datetime(2010, 3, 1, tzinfo=UTC), datetime(2010, 4, 1, tzinfo=
 def _truth(
     rows: list[dict], vectors: np.ndarray, window: Interval, vector: np.ndarray
 ) -> tuple[set[int], list[int]]:
-    """``(in-window offsets, exact top-K offsets)`` by hand: overlaps per interval, then a full dot product."""
+    """``(in-window offsets, exact top-K offsets)`` by hand: overlaps per interval, then a full dot
+    product."""
     inside = [
         i
         for i, r in enumerate(rows)

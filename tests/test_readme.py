@@ -41,7 +41,9 @@ EXCLUDED = {
     "bash scripts/demo.sh": "the main job (install + minutes of ingest); see the module docstring",
     "bash .ci/run": "CI itself",
     ". .venv/bin/activate": "environment set-up; the tests already run in the venv",
-    "diachron ingest": "a Ray ingest of minutes: tests/test_pipeline_e2e.py, test_lineage.py (tzdb, debian), stock_db",
+    "diachron ingest": (
+        "a Ray ingest of minutes: tests/test_pipeline_e2e.py, test_lineage.py (tzdb, debian), stock_db"
+    ),
     "airflow ": "Airflow: tests/test_dags.py runs both DAGs with dag.test()",
     "export AIRFLOW": "Airflow environment (tests/test_dags.py)",
     "export DIACHRON_SOURCES": "Airflow environment (tests/test_dags.py)",
@@ -49,7 +51,9 @@ EXCLUDED = {
     "ray start": "cluster set-up: tests/test_cluster.py",
     "RAY_ADDRESS=head-host": "needs a Ray cluster: tests/test_cluster.py, test_s3.py",
     "export AWS_": "object-store credentials: tests/test_s3.py (moto on 127.0.0.1)",
-    'diachron ask "Which tz database release': "needs data/tz.lancedb from the tzdb ingest above (test_lineage.py)",
+    'diachron ask "Which tz database release': (
+        "needs data/tz.lancedb from the tzdb ingest above (test_lineage.py)"
+    ),
     "python -m vllm": "a GPU vLLM server",
 }
 #: commands that run against the service started from README's own `diachron serve` line

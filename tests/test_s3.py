@@ -1,4 +1,5 @@
-"""The same pipeline on object storage: ``s3://bucket/path`` on a local S3-compatible server (moto, 127.0.0.1).
+"""The same pipeline on object storage: ``s3://bucket/path`` on a local S3-compatible server (moto,
+127.0.0.1).
 
 Workers write their staged fragments to the bucket and the driver commits them there; the result must
 equal a run on a local directory row for row, and a re-run must write nothing.

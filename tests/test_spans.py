@@ -44,12 +44,14 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
     [
         ("Since 1993 , he has been president of the Alba County PNL chapter .", "1993", "state_start"),
         (
-            "Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
+            "Atanasiu entered politics shortly after the 1989 Revolution , joining "
+            "the PNL in February 1990 .",
             "February 1990",
             "state_start",
         ),
         (
-            "Atanasiu entered politics shortly after the 1989 Revolution , joining the PNL in February 1990 .",
+            "Atanasiu entered politics shortly after the 1989 Revolution , joining "
+            "the PNL in February 1990 .",
             "1989",
             "mention",
         ),
@@ -59,8 +61,8 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
             "state_start",
         ),
         (
-            "Abel P . Upshur was laid up at Philadelphia until 4 December 1939 , when she was again placed in "
-            "commission .",
+            "Abel P . Upshur was laid up at Philadelphia until 4 December 1939 , when she was "
+            "again placed in commission .",
             "4 December 1939",
             "state_end",
         ),
@@ -89,7 +91,8 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
         ),
         # a change of what a thing is holds from then on (Vologda, TimeQA dev): a state start
         (
-            "In 1796 , the viceroyalty , administered by a governor-general , was transformed into Vologda Governorate",
+            "In 1796 , the viceroyalty , administered by a governor-general , was "
+            "transformed into Vologda Governorate",
             "1796",
             "state_start",
         ),
@@ -97,14 +100,14 @@ def _kind(text: str, date: str, *, is_range: bool = False) -> str:
         ("In March 1941 he was assigned to the 7th U-boat Flotilla .", "March 1941", "state_start"),
         # a comparison's base is named in passing (real stock summary): the month's own dates stay events
         (
-            "Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
-            "of October 31, 2005, up 17.8% for the month .",
+            "Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at "
+            "the close of October 31, 2005, up 17.8% for the month .",
             "October 31, 2005",
             "mention",
         ),
         (
-            "Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at the close "
-            "of October 31, 2005, up 17.8% for the month .",
+            "Apple Inc. shares closed November 2005 at $67.82 on November 30, 2005, compared with $57.59 at "
+            "the close of October 31, 2005, up 17.8% for the month .",
             "November 30, 2005",
             "event",
         ),
@@ -314,8 +317,8 @@ def test_a_chronology_fits_fully_for_each_of_its_dated_facts(tmp_path) -> None:
     text = (
         "- In 1986 , Clark was awarded the annual Peace Prize of the Danish Peace Foundation for her work in "
         "promoting peace and nuclear disarmament . - In 1990 , Clark received the New Zealand 1990 "
-        "Commemoration Medal . - In 1993 , Clark was awarded the New Zealand Suffrage Centennial Medal . - In "
-        "2002 , she was presented with the Nuclear-Free Future Award ."
+        "Commemoration Medal . - In 1993 , Clark was awarded the New Zealand Suffrage Centennial Medal . - "
+        "In 2002 , she was presented with the Nuclear-Free Future Award ."
     )
     out = AnnotateStage(StageConfig())(
         pa.Table.from_pylist(
@@ -608,11 +611,13 @@ def test_a_lead_state_closes_only_within_the_lead() -> None:
     [
         ("## Ipsen\n\nIpsen. Ipsen is a French pharmaceutical company headquartered in Paris .", True),
         (
-            "## Audie Murphy\n\nAudie Murphy. Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) was an American soldier .",
+            "## Audie Murphy\n\nAudie Murphy. Audie Leon Murphy ( 20 June 1925 – 28 May 1971 ) "
+            "was an American soldier .",
             False,
         ),
         (
-            "## Federation\n\nThe Federation of the Greens ( , FdV ) , frequently referred to as Greens , is a party .",
+            "## Federation\n\nThe Federation of the Greens ( , FdV ) , frequently referred "
+            "to as Greens , is a party .",
             True,
         ),
         (

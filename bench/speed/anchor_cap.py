@@ -31,7 +31,8 @@ def main(
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
     ks: Annotated[str, typer.Option(help="Cut-offs k.")] = "5,10,20",
 ) -> None:
-    """Print a markdown table: cap, questions, mean anchors, mean embed ms, recall@k, in-window precision@k."""
+    """Print a markdown table: cap, questions, mean anchors, mean embed ms, recall@k, in-window
+    precision@k."""
     import diachron.retrieval.client as client_module
     from diachron.ingest.embedding import Embedder
     from diachron.retrieval.anchors import anchors

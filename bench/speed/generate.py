@@ -1,7 +1,7 @@
 """Seeded generator of synthetic ``chunks`` tables and window queries for the speed benchmarks.
 
-Rows follow the real ``chunks`` schema (:func:`diachron.schemas.records.arrow_schema` of ``ChunkRecord``, dim 384).
-Event time spans ~30 years (``[1995-01-01, 2025-01-01)`` UTC): each known chunk has 1–3 half-open
+Rows follow the real ``chunks`` schema (:func:`diachron.schemas.records.arrow_schema` of ``ChunkRecord``, dim
+384). Event time spans ~30 years (``[1995-01-01, 2025-01-01)`` UTC): each known chunk has 1–3 half-open
 intervals, a mix of instants (``[t, t+1 µs)``), days, months and years, a few open-ended ("since …");
 some chunks have unknown time. Vectors are unit-norm float32, either ``uniform`` on the sphere (the worst
 case for partitioned indexes) or ``clustered`` (Gaussian blobs around 256 centres, like real embeddings).

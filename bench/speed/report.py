@@ -24,7 +24,8 @@ def _cell(f: dict[str, float]) -> str:
 
 def query_markdown(result: dict[str, Any]) -> str:
     """Markdown tables of a query-benchmark result (one per vector kind), ratios against the best baseline."""
-    load = f"load average {result.get('load_average_1m_at_start', 0):.1f} → {result.get('load_average_1m_at_end', 0):.1f}"
+    start, end = result.get("load_average_1m_at_start", 0), result.get("load_average_1m_at_end", 0)
+    load = f"load average {start:.1f} → {end:.1f}"
     lines = [
         (
             f"## query-{result['tier']} ({result['rows']:,} chunks × 384, top-{result['k']}, "
@@ -34,11 +35,12 @@ def query_markdown(result: dict[str, Any]) -> str:
         "",
         (
             "Cells: p50 / p95 (cold) in ms, R = mean recall@10 vs exact. Ratio = p50 ÷ best baseline p50. "
-            "`client` plan: share of queries on the approximate path, lowest expected recall the trace reported, "
-            "vectors read per query (`time` = time-ordered copy, `classed` = length-classed entries, both an int8 "
-            "first pass whose shortlist is re-scored exactly from float32 until the top-10 is certified; `tree` = "
-            "IVF in tree nodes). Each timed call follows an idle pause and a cache-evicting read; the time index's "
-            "files are read once before each window (`bench/speed/query.py`)."
+            "`client` plan: share of queries on the approximate path, lowest expected recall the trace "
+            "reported, vectors read per query (`time` = time-ordered copy, `classed` = length-classed "
+            "entries, both an int8 first pass whose shortlist is re-scored exactly from float32 until the "
+            "top-10 is certified; `tree` = IVF in tree nodes). Each timed call follows an idle pause and a "
+            "cache-evicting read; the time index's files are read once before each window "
+            "(`bench/speed/query.py`)."
         ),
         "",
     ]
@@ -70,7 +72,8 @@ def query_markdown(result: dict[str, Any]) -> str:
                 *(_cell(paths[p][window]) for p in paths),
                 f"{best:.1f}",
                 *(f"{paths[p][window]['p50_ms'] / best:.2f}" for p in OURS),
-                f"{client.get('approximate_share', 0):.0%} approx, exp. R {client.get('expected_recall', 1):.2f}"
+                f"{client.get('approximate_share', 0):.0%} approx, exp. R "
+                f"{client.get('expected_recall', 1):.2f}"
                 + (f", layouts {client['layouts']}" if client.get("layouts") else "")
                 + _cached(client.get("page_cache_after") or {}),
             ]

@@ -113,7 +113,8 @@ def _warm(url: str, repeats: int) -> list[str]:
             f"{1000 * statistics.median(totals):.0f} |"
         )
     rows.append(
-        f"| all | | {1000 * statistics.median(everything):.0f} | {1000 * _percentile(everything, 0.95):.0f} | | |"
+        f"| all | | {1000 * statistics.median(everything):.0f} | "
+        f"{1000 * _percentile(everything, 0.95):.0f} | | |"
     )
     return rows
 
@@ -136,8 +137,8 @@ def _concurrent(url: str, n: int) -> str:
     errors = sum(1 for _, s in results if s != 200)
     statuses = ", ".join(f"{code}: {count}" for code, count in sorted(Counter(s for _, s in results).items()))
     return (
-        f"{n} concurrent requests ({statuses}): {errors} errors, p50 {1000 * statistics.median(walls):.0f} ms, "
-        f"p95 {1000 * _percentile(walls, 0.95):.0f} ms, all answered in {span:.1f} s"
+        f"{n} concurrent requests ({statuses}): {errors} errors, p50 {1000 * statistics.median(walls):.0f} "
+        f"ms, p95 {1000 * _percentile(walls, 0.95):.0f} ms, all answered in {span:.1f} s"
     )
 
 

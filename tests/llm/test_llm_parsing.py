@@ -1,4 +1,5 @@
-"""The LLM annotator's own logic without vLLM (runs in the main venv): imports, parsing, checks, retry, fallback.
+"""The LLM annotator's own logic without vLLM (runs in the main venv): imports, parsing, checks, retry,
+fallback.
 
 The canned answers below test our parser and policy, not a model; the HTTP backend's retries run against a
 real local HTTP server on a background thread.
@@ -191,7 +192,8 @@ def test_retry_once_then_fall_back_to_rules_with_provenance() -> None:
     ]
     assert notes[0].intervals == [Interval(D(2015, 3, 1), D(2015, 4, 1))]
     assert notes[1].intervals == [Interval(D(2015, 5, 5), D(2015, 5, 6))] and notes[1].flags == []
-    # the LLM invented March for a passage with no date: no explicit date to contradict, within the future bound
+    # the LLM invented March for a passage with no date: no explicit date to contradict, within the future
+    # bound
     assert notes[2].intervals == [Interval(D(2015, 3, 1), D(2015, 4, 1))]
 
 
