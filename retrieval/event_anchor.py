@@ -161,27 +161,9 @@ def anchor_event(
     if not anchors:
         note = f"event '{phrase.event}' not dated by any evidence: no window from it"
         return replace(intent, assumptions=(*intent.assumptions, note), needs_clarification=True)
-    top = max(e.score for e in hits)
-    plausible = [a for a in anchors if a.evidence.score >= top - 2 * SIMILAR]
-    plausible.sort(key=lambda a: (a.distance > MAX_DISTANCE, a.distance, -a.evidence.score))
-    chosen = plausible[0] if plausible else anchors[0]
+    chosen, rivals = _choose(hits, anchors)
     window, relation = _window(phrase.relation, chosen.interval)
-    notes = [
-        f"'{phrase.relation} {phrase.event}' anchored on '{chosen.expression}' {chosen.interval} in "
-        f"{chosen.evidence.doc_id} ({chosen.evidence.title!r}), found by a search for '{phrase.event}'"
-    ]
-    rivals = [
-        a
-        for a in plausible[1:]
-        if a.distance <= MAX_DISTANCE
-        and not a.interval.overlaps(chosen.interval)
-        and abs(a.evidence.score - chosen.evidence.score) <= SIMILAR
-    ]
-    for rival in rivals[:1]:
-        notes.append(
-            f"also plausible: '{rival.expression}' {rival.interval} in {rival.evidence.doc_id} "
-            f"({rival.evidence.title!r})"
-        )
+    notes = _notes(phrase, chosen, rivals)
     log.debug("event anchor: %s", notes[0])
     start, end = phrase.span
     kept = [iv for iv in intent.intervals if not _inside(question, iv, phrase, intent)]
@@ -196,6 +178,37 @@ def anchor_event(
         confidence=min(intent.confidence, 0.8),
         assumptions=(*[a for a in intent.assumptions if phrase.event not in a], *notes),
     )
+
+
+def _choose(hits: Sequence[Evidence], anchors: Sequence[_Anchor]) -> tuple[_Anchor, list[_Anchor]]:
+    """The anchor to use (among those of evidence scored near the best: nearest its keyword first) and its
+    rivals (as near, as well scored, at a time that does not overlap it)."""
+    top = max(e.score for e in hits)
+    plausible = [a for a in anchors if a.evidence.score >= top - 2 * SIMILAR]
+    plausible.sort(key=lambda a: (a.distance > MAX_DISTANCE, a.distance, -a.evidence.score))
+    chosen = plausible[0] if plausible else anchors[0]
+    rivals = [
+        a
+        for a in plausible[1:]
+        if a.distance <= MAX_DISTANCE
+        and not a.interval.overlaps(chosen.interval)
+        and abs(a.evidence.score - chosen.evidence.score) <= SIMILAR
+    ]
+    return chosen, rivals
+
+
+def _notes(phrase: EventPhrase, chosen: _Anchor, rivals: Sequence[_Anchor]) -> list[str]:
+    """The assumptions naming the anchor and the evidence (and the first rival, if any)."""
+    notes = [
+        f"'{phrase.relation} {phrase.event}' anchored on '{chosen.expression}' {chosen.interval} in "
+        f"{chosen.evidence.doc_id} ({chosen.evidence.title!r}), found by a search for '{phrase.event}'"
+    ]
+    for rival in rivals[:1]:
+        notes.append(
+            f"also plausible: '{rival.expression}' {rival.interval} in {rival.evidence.doc_id} "
+            f"({rival.evidence.title!r})"
+        )
+    return notes
 
 
 def _written_time(question: str, intent: TemporalIntent, phrase: EventPhrase) -> bool:
