@@ -5,9 +5,10 @@ The query span is covered by anchors one granularity finer than the span: over 5
 spaced: 12 by default (every anchor is one sentence to embed, most of a warm query's time; on the 288
 stock questions caps of 120, 24 and 12 gave the same recall@5/10/20 and in-window precision, 1.000, with
 mean embedding time 771 / 419 / 184 ms at load ≈55: ``python -m bench.speed.anchor_cap``). A window of
-up to a year keeps every month; ``max_anchors=PAPER_MAX_ANCHORS`` (120) is the paper's text. Each anchor is phrased "In <anchor>, <core query>"; the embeddings are averaged and
-re-normalised. Open-ended intervals are bounded by the index's time extent first. The paper's reference
-code always used months: ``policy="monthly"`` reproduces that for the evaluation.
+up to a year keeps every month; ``max_anchors=PAPER_MAX_ANCHORS`` (120) is the paper's text. Each anchor is
+phrased "In <anchor>, <core query>"; the embeddings are averaged and re-normalised. Open-ended intervals are
+bounded by the index's time extent first. The paper's reference code always used months: ``policy="monthly"``
+reproduces that for the evaluation.
 """
 
 from __future__ import annotations

@@ -15,11 +15,12 @@ __all__ = ["clock_argument"]
 
 
 def clock_argument(value: object, name: str) -> datetime | None:
-    """``value`` as an aware UTC datetime (naive = UTC, a ``date`` = its midnight UTC); ``None`` stays ``None``.
+    """``value`` as an aware UTC datetime (naive = UTC, a ``date`` = its midnight UTC); ``None`` stays
+    ``None``.
 
     Raises:
-        ConfigError: ``value`` is no ``datetime``/``date`` (e.g. the string ``"garbage"``), or lies outside the
-            years 1–9999 once in UTC; the message names ``name``.
+        ConfigError: ``value`` is no ``datetime``/``date`` (e.g. the string ``"garbage"``), or lies
+            outside the years 1–9999 once in UTC; the message names ``name``.
     """
     if value is None:
         return None

@@ -2,8 +2,8 @@
 
 The index is built in memory from the table at construction (English stop words removed, no stemming),
 with no time filter and no e_hypo: plain keyword retrieval on the same chunks the vector search sees.
-Naive vector search is :meth:`diachron.retrieval.client.Client.naive_search`; no naive + reranker baseline exists,
-because no cross-encoder's weights ship in a PyPI package and model hubs are unreachable here.
+Naive vector search is :meth:`diachron.retrieval.client.Client.naive_search`; no naive + reranker baseline
+exists, because no cross-encoder's weights ship in a PyPI package and model hubs are unreachable here.
 
 Example:
     >>> import lancedb                                                   # doctest: +SKIP
@@ -46,8 +46,9 @@ class BM25Searcher:
         """The ``k`` chunks (fewer if the table is smaller) with the highest BM25 score for ``question``.
 
         Returns:
-            :class:`~diachron.retrieval.search.Hit` rows (``COLUMNS``), best first; ``score`` is the BM25 score
-            (unbounded, higher is closer; not a cosine). Chunks sharing no term with the question score 0.
+            :class:`~diachron.retrieval.search.Hit` rows (``COLUMNS``), best first; ``score`` is the BM25
+            score (unbounded, higher is closer; not a cosine). Chunks sharing no term with the question
+            score 0.
         """
         import bm25s
 

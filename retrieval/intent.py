@@ -67,7 +67,8 @@ _RELATIVE = re.compile(
     r"preceding|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b",
     _I,
 )
-#: words that make no event of a phrase: determiners, ordinals and time words ("the end of 2005", "the 2008 season")
+#: words that make no event of a phrase: determiners, ordinals and time words ("the end of 2005", "the 2008
+#: season")
 NON_EVENT_WORDS = frozenset(
     {
         "the",
@@ -215,8 +216,8 @@ def _is_todays(mention: TimeMention, question: str) -> bool:
 
 
 # a time inside a phrase that describes the question's subject, not the time asked: a relative clause ("the
-# politician who served … between 2004 and 2005, … received which award in 2008?", "the submarine that was sunk
-# on May 6, 1944 … was commanded by whom in Sep 1942?") or a participle after a noun ("the chemist born
+# politician who served … between 2004 and 2005, … received which award in 2008?", "the submarine that was
+# sunk on May 6, 1944 … was commanded by whom in Sep 1942?") or a participle after a noun ("the chemist born
 # February 13, 1859", "the school, chartered in 1894")
 _DESCRIBING = re.compile(
     r"\b[a-z]+\s+(?:who|that)\s+[a-z]+|\b(?!(?:was|were|is|are|be|been|being|has|have|had)\b)"
@@ -284,7 +285,8 @@ def _read_mentions(
 
 
 def event_named_by(question: str, mention: TimeMention) -> str | None:
-    """The event a date modifies ("the 1929 crash", "the 2008 financial crisis", "the 2016 election"), or None.
+    """The event a date modifies ("the 1929 crash", "the 2008 financial crisis", "the 2016 election"), or
+    None.
 
     A date written between "the" and a noun that is no time word names an event; the phrase is returned
     from "the" to its last word (at most six words after the date, up to punctuation, a conjunction or a
@@ -411,7 +413,8 @@ def parse_question(
 
         >>> from datetime import datetime, UTC
         >>> from diachron import parse_question
-        >>> intent = parse_question("What changed between mid-2007 and mid-2008?", now=datetime(2026, 4, 17, tzinfo=UTC))
+        >>> now = datetime(2026, 4, 17, tzinfo=UTC)
+        >>> intent = parse_question("What changed between mid-2007 and mid-2008?", now=now)
         >>> intent.relation.value, [str(i) for i in intent.intervals], intent.core_query
         ('between', ['[2007-05-01T00:00:00Z, 2008-09-01T00:00:00Z)'], 'What changed?')
 
