@@ -702,7 +702,7 @@ def _readable(db: str) -> Iterator[None]:
 
 def _damage(db: str) -> str | None:
     """One line describing ``db``'s damaged tables (:mod:`diachron.repair`), ``None`` if none is found."""
-    if db.startswith(("http://", "https://")):
+    if "://" in db:  # a service or object storage: checked where the data files are local (see service)
         return None
     from diachron.repair import damage_line
 

@@ -178,8 +178,12 @@ def _windowed(intent: TemporalIntent, window: Window) -> TemporalIntent:
 
 
 def _damage(db: str | None) -> str | None:
-    """The one line naming ``db``'s damaged tables (:func:`diachron.repair.damage_line`), else ``None``."""
-    if not db:
+    """The one line naming ``db``'s damaged tables (:func:`diachron.repair.damage_line`), else ``None``.
+
+    Local databases only: on object storage the check would cost one request per data file on every
+    ``/health`` (and the service's storage options are not the ones ``lancedb.connect`` would guess), so
+    there a damaged table shows as the read error itself."""
+    if not db or "://" in db:
         return None
     from diachron.repair import damage_line
 
