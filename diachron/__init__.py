@@ -1,6 +1,6 @@
 """diachron: time-aware retrieval-augmented generation (TA-RAG, arXiv 2507.22917, on LanceDB).
 
-One import namespace over the layers (DESIGN.md, "One namespace"), bottom to top:
+One import namespace over the layers (docs/design.md, "One namespace"), bottom to top:
 
 * :mod:`diachron.schemas` — the contract: interval algebra (UTC, half-open ``[start, end)``), typed records
   and the Arrow schemas of the tables, intents and evidence;

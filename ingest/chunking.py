@@ -1,4 +1,4 @@
-"""Sentence-aware chunking with spaCy, sized in the embedder's own tokens (DESIGN.md, "Chunking").
+"""Sentence-aware chunking with spaCy, sized in the embedder's own tokens (docs/design.md, "Chunking").
 
 Chunks are non-overlapping runs of whole sentences holding at most ``max_tokens`` tokens (special tokens
 excluded); a single sentence longer than that is split at token boundaries. Deterministic.

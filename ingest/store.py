@@ -2,7 +2,7 @@
 
 Rows are keyed by content-derived ids and written with ``merge_insert(key).when_not_matched_insert_all()``:
 a committed row is never rewritten, so ``recorded_at`` (transaction time, set here at write) is immutable
-and re-running a batch writes nothing (DESIGN.md, "Write").
+and re-running a batch writes nothing (docs/design.md, "Write").
 
 A pipeline run commits in a fixed order (:meth:`Store.begin_run`, then ``documents``, ``chunks``,
 ``quarantine`` via :meth:`Store.merge_staged`, then :meth:`Store.finish_run`), one Lance transaction per

@@ -1,4 +1,4 @@
-"""Validation of annotated chunks and their intervals with Great Expectations (DESIGN.md, "Validation").
+"""Validation of annotated chunks and their intervals with Great Expectations (docs/design.md, "Validation").
 
 Two suites run on every batch: one over chunk rows (required fields, non-empty text, a known time
 source), one over the exploded event intervals (``start < end``; bounds sane relative to publication

@@ -1,6 +1,6 @@
 """Version planning: series from the data, and which documents are unchanged, new, or new versions.
 
-DESIGN.md, "Lineage" and "Ids and idempotency"; issue 13. ``series_id`` groups versions, ``doc_id`` names
+docs/design.md, "Lineage" and "Ids and idempotency"; issue 13. ``series_id`` groups versions, ``doc_id`` names
 one. Sources rarely carry a ``series_id``: they name the previous version in ``supersedes``, by its
 ``doc_id`` or by its ``version`` string (tzdb: ``"version": "2022f", "supersedes": "2022e"``). The planner
 

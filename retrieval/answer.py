@@ -1,6 +1,6 @@
 """The answer step: a cited answer that keeps the temporal contract, written without a model or by one.
 
-The contract (DESIGN.md, "Retrieve"): scope the answer to the question's interval ("between A and B"),
+The contract (docs/design.md, "Retrieve"): scope the answer to the question's interval ("between A and B"),
 cite the version that applied, never blend superseded or corrected versions with it, state conflicts and
 gaps, and ask back instead of answering when the question's time is ambiguous.
 

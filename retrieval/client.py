@@ -436,7 +436,7 @@ class Client:
 
 
 def _time_filter(intent: TemporalIntent, *, as_of: datetime | None, strict: bool = False) -> TimeFilter:
-    """Which axis a relation filters on (DESIGN.md, "Which axis a question filters on")."""
+    """Which axis a relation filters on (docs/design.md, "Which axis a question filters on")."""
     if intent.relation is Relation.CURRENT:
         return TimeFilter(valid=tuple(intent.intervals) or (Interval.at(intent.reference_time),), as_of=as_of)
     if intent.relation is Relation.UNKNOWN or not intent.intervals:

@@ -1,7 +1,7 @@
 """Lineage at query time: effective valid intervals, the version valid at t, conflicts, gaps, clarification.
 
 Rows are insert-only, so a ``valid_until`` implied by a *later* version is never written back; it is
-derived here from the versions stored (and recorded by ``as_of``, DESIGN.md "Lineage"):
+derived here from the versions stored (and recorded by ``as_of``, docs/design.md "Lineage"):
 
 - a version starts at its ``valid_from``; a correction without one takes its target's start; otherwise
   the publication time starts it;

@@ -1,6 +1,6 @@
 """Tiers and temporal fit: which chunks a time-constrained question admits, and how well their time fits.
 
-**Tiers** (DESIGN.md, "Search"). Tier 1: chunks whose validity spans — their own intervals, the spans
+**Tiers** (docs/design.md, "Search"). Tier 1: chunks whose validity spans — their own intervals, the spans
 inferred from them, or the span they inherit from their section or document — overlap the question's
 window. Tier 2: chunks of unknown time (no own, inherited or publication time): admitted by similarity at
 a lower fit and marked ``time unknown`` on their card, never dropped silently. Chunks whose time is known

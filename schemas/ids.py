@@ -1,4 +1,4 @@
-"""Content-derived, deterministic ids (DESIGN.md, "Ids and idempotency")."""
+"""Content-derived, deterministic ids (docs/design.md, "Ids and idempotency")."""
 
 from __future__ import annotations
 

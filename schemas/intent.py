@@ -1,4 +1,4 @@
-"""The typed form of a question's temporal intent (DESIGN.md, "Retrieve: Intent"; TA-RAG §3.2)."""
+"""The typed form of a question's temporal intent (docs/design.md, "Retrieve: Intent"; TA-RAG §3.2)."""
 
 from __future__ import annotations
 

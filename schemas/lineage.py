@@ -1,4 +1,4 @@
-"""Typed lineage records and the signals a search result carries (DESIGN.md, "Lineage and conflicts").
+"""Typed lineage records and the signals a search result carries (docs/design.md, "Lineage and conflicts").
 
 A :class:`VersionSpan` is one document version with its *effective* valid interval, derived from the
 lineage at query time (v1 is valid until v2 takes effect); rows in the store are never updated, so a

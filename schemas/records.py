@@ -2,7 +2,7 @@
 
 Each table (``documents``, ``chunks``, ``quarantine``, ``runs``) is one dataclass; :func:`arrow_schema`
 derives its Arrow schema from the type hints, so the dataclass is the single source of the contract.
-All instants are ``timestamp[us, tz=UTC]``; intervals are half-open ``[start, end)`` (DESIGN.md).
+All instants are ``timestamp[us, tz=UTC]``; intervals are half-open ``[start, end)`` (docs/design.md).
 """
 
 from __future__ import annotations

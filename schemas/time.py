@@ -2,7 +2,7 @@
 
 Every instant in diachron is a timezone-aware :class:`datetime.datetime` in UTC. Every interval is
 half-open ``[start, end)``; ``start=None`` is the open past, ``end=None`` the open future
-(see DESIGN.md, "Time model"). "2015" is ``[2015-01-01, 2016-01-01)``.
+(see docs/design.md, "Time model"). "2015" is ``[2015-01-01, 2016-01-01)``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every interval is half-open ``[start, end)`` in UTC. Local dates and clock times are read in
 ``TaggerConfig.timezone``; relative expressions ("last month", "until Monday") resolve against the
 document's publication time (``reference``) and are skipped when it is unknown, so results never depend
-on the machine clock. Finding expressions is diachron's own work (``_patterns.py``); see DESIGN.md,
+on the machine clock. Finding expressions is diachron's own work (``_patterns.py``); see docs/design.md,
 "Ingest: Stage 2".
 """
 

@@ -1,4 +1,4 @@
-"""e_hypo anchors (TA-RAG §3.3 as DESIGN.md states it), counted by hand."""
+"""e_hypo anchors (TA-RAG §3.3 as docs/design.md states it), counted by hand."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,4 +1,4 @@
-"""The package's layering (DESIGN.md, "One namespace"), checked on the source: an AST walk of every import.
+"""The package's layering (docs/design.md, "One namespace"), checked on the source: an AST walk of imports.
 
 Layers, bottom to top: ``schemas`` → ``temporal`` → ``ingest`` / ``retrieval`` → the application layer
 (``diachron.cli``, ``diachron.service``). A module may import only from its own layer or below;

@@ -2,7 +2,7 @@
 
 :func:`annotate_document` is used by the pipeline's annotate stage
 (:class:`~diachron.ingest.stages.AnnotateStage`), by ``diachron annotate`` and by
-:func:`~diachron.ingest.annotation.text.annotate_text`, so the three cannot drift (DESIGN.md, "Ingest"):
+:func:`~diachron.ingest.annotation.text.annotate_text`, so the three cannot drift (docs/design.md, "Ingest"):
 
 1. stage 1 reads the first and last :data:`SEGMENT_CHARS` characters (publication time, abstract);
 2. the text is cut into sentence-aligned chunks (:class:`~diachron.ingest.chunking.SentenceChunker`);
@@ -94,7 +94,7 @@ def annotate_document(
 def chunk_time(intervals: list[Interval], published_at: datetime | None) -> tuple[list[Interval], str, str]:
     """Time of one chunk on its own: its intervals, else its document's publication day, else unknown.
 
-    Returns ``(intervals, time_source, time_status)`` (DESIGN.md, "Event time"). Chunks of a whole
+    Returns ``(intervals, time_source, time_status)`` (docs/design.md, "Event time"). Chunks of a whole
     document get their validity spans from :func:`document_times` instead.
     """
     if intervals:

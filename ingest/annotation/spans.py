@@ -2,7 +2,7 @@
 
 A date in a text is not always the time of the fact it dates. "He became a member of the SPD on 6 June
 1995" says a state *began* then and holds afterwards; "he left the club in 2001" says a state *ended*.
-Stage 2 therefore gives every chunk interval a **kind** (DESIGN.md, "Event time"):
+Stage 2 therefore gives every chunk interval a **kind** (docs/design.md, "Event time"):
 
 - ``event``: the fact happened within the interval ("in 1996 he won …").
 - ``state``: the fact holds over the interval, written as a span ("from 1965 to 1975", "between …").

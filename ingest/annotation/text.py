@@ -1,6 +1,6 @@
 """``annotate_text``: the rule annotation of one text, in process (no Ray, no index): typed intervals.
 
-The same steps as the ingest pipeline's annotate stage (DESIGN.md, "Ingest"): stage 1 (publication time
+The same steps as the ingest pipeline's annotate stage (docs/design.md, "Ingest"): stage 1 (publication time
 from the argument, else a dateline), sentence chunking with the embedder's tokenizer, stage 2 (time
 expressions found by :mod:`diachron.temporal.tagger` and resolved against the publication time; anaphoric
 ones, "two years later", against the text's previous mention, :mod:`diachron.temporal.anaphora`), each
