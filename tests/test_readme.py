@@ -59,6 +59,7 @@ EXCLUDED = {
         "needs data/tz.lancedb from the tzdb ingest above (test_lineage.py)"
     ),
     "python -m vllm": "a GPU vLLM server",
+    "ruff ": "lint of the source tree, run by .ci/run (these commands run in a scratch folder without it)",
     "diachron serve --db s3://": "needs an object store: tests/test_replicas.py (two replicas on moto S3)",
     "python -m bench.speed.": "benchmarks of 5-60 min (1M-10M chunks) for a quiet machine; "
     "their plumbing: tests/test_bench_speed.py, test_s3_index.py",
