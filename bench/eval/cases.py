@@ -115,7 +115,8 @@ def _run(case: dict[str, Any], embedder: Embedder | None, workdir: Path | None) 
 def run_cases(
     path: Path, *, embedder: Embedder | None = None, workdir: Path | None = None
 ) -> list[CaseResult]:
-    """Every case of the JSONL file at ``path``, in file order (retrieval cases need ``embedder`` and ``workdir``).
+    """Every case of the JSONL file at ``path``, in file order (retrieval cases need ``embedder`` and
+    ``workdir``).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.

@@ -62,7 +62,8 @@ def _question(record: dict[str, Any]) -> Question:
 
 
 def load_questions(path: Path, *, split: str = "both") -> list[Question]:
-    """Questions of ``split`` (``dev``, ``test`` or ``both``) from a ``questions.jsonl`` file, in file order."""
+    """Questions of ``split`` (``dev``, ``test`` or ``both``) from a ``questions.jsonl`` file, in file
+    order."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     questions = [_question(json.loads(line)) for line in lines if line.strip()]
     return [q for q in questions if split == "both" or q.split == split]

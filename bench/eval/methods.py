@@ -31,7 +31,9 @@ METHODS: dict[str, str] = {
     "ta-rag": "TA-RAG full: intent -> time prefilter -> e_hypo (adaptive anchors)",
     "ta-rag-monthly": "TA-RAG with always-monthly anchors (the paper's reference code)",
     "ta-rag-sim": "TA-RAG ranked by e_hypo similarity alone (temporal_weight=0, the paper's ranking)",
-    "ta-rag-sim-no-ehypo": "similarity ranking without e_hypo (temporal_weight=0, core query, time prefilter)",
+    "ta-rag-sim-no-ehypo": (
+        "similarity ranking without e_hypo (temporal_weight=0, core query, time prefilter)"
+    ),
     "coverage": "TA-RAG + coverage-aware top-k (round-robin over the window's periods)",
     "no-ehypo": "TA-RAG without e_hypo (core query embedding, time prefilter kept)",
     "no-time-filter": "TA-RAG without the time filter (e_hypo kept)",

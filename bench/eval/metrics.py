@@ -48,7 +48,8 @@ def recall_at_k(retrieved: Sequence[Item], gold: set[str], k: int) -> float:
 
 
 def in_window_precision(retrieved: Sequence[Item], window: Interval, k: int) -> float | None:
-    """Fraction of the top-k chunks with an event interval overlapping ``window``; ``None`` if none came back."""
+    """Fraction of the top-k chunks with an event interval overlapping ``window``; ``None`` if none came
+    back."""
     top = retrieved[:k]
     if not top:
         return None

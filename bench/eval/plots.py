@@ -45,13 +45,14 @@ def plot_recall_curves(summary: Any, path: Path, *, split: str) -> Path:
 
 
 def plot_timeline(question: Question, retrieved: dict[str, Sequence[Item]], path: Path) -> Path:
-    """One question's retrieved evidence (one row per method) against its window; gold filled, other hollow."""
+    """One question's retrieved evidence (one row per method) against its window; gold filled, other
+    hollow."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(retrieved) + 1.6))
     ax.axvspan(
         question.window.start, question.window.end, color="tab:green", alpha=0.15, label="question window"
     )
-    for row, (method, items) in enumerate(retrieved.items()):
+    for row, items in enumerate(retrieved.values()):
         dated = [i for i in items if i.month is not None]
         gold = [i.month for i in dated if i.doc_id in question.gold]
         other = [i.month for i in dated if i.doc_id not in question.gold]

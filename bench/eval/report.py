@@ -64,8 +64,9 @@ def render(
             "Metrics (means over questions): R@k evidence recall = |gold ∩ top-k| / min(k, |gold|); "
             "P@k in-window precision = share of the top-k chunks with an event interval overlapping the "
             "question window; C@k temporal coverage = share of the window's months with a retrieved gold "
-            "document; endpoint share = share of in-window top-k evidence in the window's first or last month "
-            "(windows of 3+ months), uniform share = 2 / months, endpoint bias = their ratio (1 = even)."
+            "document; endpoint share = share of in-window top-k evidence in the window's first or last "
+            "month (windows of 3+ months), uniform share = 2 / months, endpoint bias = their ratio "
+            "(1 = even)."
         ),
         "",
         "Methods:",

@@ -90,7 +90,8 @@ class PageIndex:
     passages: dict[str, list[tuple[int, int, str]]]
 
     def chunk_passages(self, doc_id: str, chunk_text: str, cursor: int = 0) -> tuple[list[str], int]:
-        """Passage ids overlapping a chunk's text (found at or after ``cursor``), and the chunk's end offset."""
+        """Passage ids overlapping a chunk's text (found at or after ``cursor``), and the chunk's end
+        offset."""
         text = self.texts[doc_id]
         pos = text.find(chunk_text, cursor)
         if pos < 0:
@@ -187,8 +188,10 @@ def passage_ranking(chunk_ids: Sequence[str], passages_of: Callable[[str], list[
 KS = (5, 10, 20)
 #: name -> what it is, in report order.
 TIMEQA_METHODS: dict[str, str] = {
-    "diachron": "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit + "
-    "document context",
+    "diachron": (
+        "validity spans + tiers (unknown time as a lower tier) + e_hypo, ranked by similarity + fit + "
+        "document context"
+    ),
     "diachron-strict": "the same with strict=True (known, overlapping time only)",
     "diachron-nodoc": "diachron without the document context in the re-ranking (context_weight=0)",
     "diachron-nolex": "diachron without the lexical (BM25) signal in the re-ranking (lexical_weight=0)",
@@ -255,7 +258,8 @@ def run_timeqa(
     methods: Sequence[str] = tuple(TIMEQA_METHODS),
     progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks", "passages_of"}``.
+    """Retrieve with every method of :data:`TIMEQA_METHODS`; returns ``{"retrieved", "chunks",
+    "passages_of"}``.
 
     A method named ``diachron@W`` is diachron with ``temporal_weight=W`` (the weight ablation);
     ``diachron@field=value,…`` is diachron with those :class:`~diachron.retrieval.weights.RankingWeights`
@@ -438,7 +442,8 @@ def render_timeqa(frame: Any, misses: Any, removed: Any, meta: dict[str, Any]) -
     out += [
         "",
         f"Gold removed by the time filter (every chunk holding a gold passage has strong time outside "
-        f"the window; weak-only chunks are demoted, not removed): {int(removed['removed'].sum())} of {len(removed)} questions ({share:.1%}).",
+        f"the window; weak-only chunks are demoted, not removed): {int(removed['removed'].sum())} of "
+        f"{len(removed)} questions ({share:.1%}).",
         "",
     ]
     causes = misses["cause"].value_counts() if len(misses) else {}
