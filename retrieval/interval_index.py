@@ -9,9 +9,9 @@ the intervals of row ``r`` are ``first_interval[r]:first_interval[r + 1]``):
 * ``starts`` / ``ends`` — int64 µs since the epoch (UTC), half-open, open sides ``OPEN_PAST``/``OPEN_FUTURE``;
 
 and per *row*: ``valid_from`` / ``valid_until`` (valid time), ``recorded_at`` (transaction time); the rows
-without intervals are ``unknown_rows`` (unknown time). Per-interval attributes (e.g. a ``kind`` weight) go beside
-``starts``; :meth:`IntervalIndex.focus` is the one place that turns a row's intervals into its temporal fit.
-The sorted endpoints hold each interval's row offset, so a query's candidate rows need no lookup.
+without intervals are ``unknown_rows`` (unknown time). Per-interval attributes (e.g. a ``kind`` weight) go
+beside ``starts``; :meth:`IntervalIndex.focus` is the one place that turns a row's intervals into its temporal
+fit. The sorted endpoints hold each interval's row offset, so a query's candidate rows need no lookup.
 
 Memory: ≈ 46 bytes per interval (the arrays below, 20 of them the sorted endpoints) plus 32 bytes per row.
 """

@@ -47,7 +47,8 @@ __all__ = ["GATHER_COST", "Cover", "TimePartitionedIndex"]
 log = logging.getLogger(__name__)
 
 RUN_MIN = 256  # runs of at least this many consecutive positions get the int8 pass as slices
-#: cost of scoring a gathered (scattered) float32 vector row, in rows read contiguously (measured at 1M, 384 dims)
+#: cost of scoring a gathered (scattered) float32 vector row, in rows read contiguously (measured at 1M, 384
+#: dims)
 GATHER_COST = 3.0
 
 
@@ -117,8 +118,8 @@ class TimePartitionedIndex:
         )
 
     def hull(self, time_filter: TimeFilter) -> tuple[int, int]:
-        """``[lo, hi)`` time positions outside which no row passes ``time_filter``'s event clause (whole blocks,
-        :meth:`attach_times`; every position without an event clause or blocks)."""
+        """``[lo, hi)`` time positions outside which no row passes ``time_filter``'s event clause
+        (whole blocks, :meth:`attach_times`; every position without an event clause or blocks)."""
         if not time_filter.event or self.blocks is None:
             return 0, self.num_rows
         first_start, last_end, unknown = self.blocks
@@ -134,9 +135,10 @@ class TimePartitionedIndex:
     def hull_top(
         self, lo: int, hi: int, query: np.ndarray, depth: int, passes: Callable[[np.ndarray], np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, cosine)`` of the ``depth`` best positions in ``[lo, hi)`` that ``passes`` (positions →
-        bool), exact: one int8 pass over the range's contiguous codes, the certified shortlist checked against
-        the filter and re-scored from the float32 vectors (a failing row's estimate only widens the shortlist)."""
+        """``(positions, cosine)`` of the ``depth`` best positions in ``[lo, hi)`` that ``passes`` (positions
+        → bool), exact: one int8 pass over the range's contiguous codes, the certified shortlist checked
+        against the filter and re-scored from the float32 vectors (a failing row's estimate only widens the
+        shortlist)."""
         prepared = self.prepare(query)
 
         def rescore(pos: np.ndarray) -> np.ndarray:
@@ -175,7 +177,8 @@ class TimePartitionedIndex:
 
     @property
     def resident_bytes(self) -> int:
-        """Bytes held in memory (the memory-mapped vectors, centroids and lists are page cache, not counted)."""
+        """Bytes held in memory (the memory-mapped vectors, centroids and lists are page cache, not
+        counted)."""
         return (
             self.order.nbytes
             + self.position.nbytes
@@ -216,12 +219,14 @@ class TimePartitionedIndex:
 
     def inside_rows(self, time_filter: TimeFilter) -> int:
         """Rows of the tree's leaves whose every row passes ``time_filter``: no cover takes more rows from
-        inside nodes (a node is inside only when its leaves are), so every other candidate is a boundary row."""
+        inside nodes (a node is inside only when its leaves are), so every other candidate is a boundary
+        row."""
         leaf = (self.nodes["level"] == 0) & self.inside(time_filter)
         return int((self.nodes["hi"][leaf] - self.nodes["lo"][leaf]).sum())
 
     def cover(self, positions: np.ndarray, time_filter: TimeFilter) -> Cover:
-        """Split sorted candidate ``positions`` into inside nodes (at most two per level) and boundary rows."""
+        """Split sorted candidate ``positions`` into inside nodes (at most two per level) and boundary
+        rows."""
         inside = self.inside(time_filter)
         lo, hi, level = self.nodes["lo"], self.nodes["hi"], self.nodes["level"]
         cover = Cover()

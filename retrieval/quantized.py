@@ -192,7 +192,8 @@ def certified_top(
     bound: Callable[[float], float] | None = None,
     distinct: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exact ``depth`` best ``(keys, scores float32)``, best first, from bounded estimates of their scores.
+    """The exact ``depth`` best ``(keys, scores float32)``, best first, from bounded estimates of their
+    scores.
 
     Args:
         keys: int64 ``(n,)`` item keys (row offsets or time positions; repeated keys when ``distinct``), or

@@ -12,12 +12,13 @@ codes — the length-classed entries of an event window, or in time order the wh
 hold candidates (:meth:`~diachron.retrieval.partitioned.TimePartitionedIndex.hull`; rows failing the
 filter there are dropped from the shortlist) — whose shortlist is re-scored from the float32 vectors until
 the top-k is certified (:mod:`diachron.retrieval.quantized`), or scattered rows gathered from the float32
-vectors; the planner takes the layout that reads least, from binary searches and block statistics alone. Without the index, vectors are read from LanceDB with ``take`` in pieces
-of ``piece_rows``. When the candidates are many (``> EXACT_MAX_ROWS``) and the index's tree covers them
-at less cost than the exact layouts, at an expected recall@10 of at least ``MIN_RECALL`` (measured at
-build time), the approximate path runs: IVF probes inside tree nodes whose rows all pass the filter,
-boundary rows exact. Either way every score is an exact cosine (inner product of unit vectors) and every
-hit passes the filter; the plan (path, candidates, rows scored, expected recall) rides on the result.
+vectors; the planner takes the layout that reads least, from binary searches and block statistics alone.
+Without the index, vectors are read from LanceDB with ``take`` in pieces of ``piece_rows``. When the
+candidates are many (``> EXACT_MAX_ROWS``) and the index's tree covers them at less cost than the exact
+layouts, at an expected recall@10 of at least ``MIN_RECALL`` (measured at build time), the approximate path
+runs: IVF probes inside tree nodes whose rows all pass the filter, boundary rows exact. Either way every score
+is an exact cosine (inner product of unit vectors) and every hit passes the filter; the plan (path,
+candidates, rows scored, expected recall) rides on the result.
 
 **Ranking** (:func:`rank`, the only place it is defined): cosine similarity to e_hypo (TA-RAG) plus
 ``temporal_weight`` x the chunk's *temporal focus* (:meth:`IntervalIndex.focus`: the fraction of its
@@ -300,7 +301,8 @@ class Searcher:
 
     def exact_top(self, rows: np.ndarray, vector: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """``(offsets, cosine)`` of the ``depth`` most similar of sorted ``rows``, best first (exact): indexed
-        rows from the time index's vectors, the others (written after its build, or no index) with ``take``."""
+        rows from the time index's vectors, the others (written after its build, or no index) with
+        ``take``."""
         query = np.asarray(vector, dtype=np.float32)
         ti = self.time_index
         if ti is None:
@@ -334,14 +336,15 @@ class Searcher:
     def plan(self, time_filter: TimeFilter) -> tuple[Plan, Any]:
         """Choose the path for ``time_filter``; returns ``(plan, detail)``: the tree
         :class:`~diachron.retrieval.partitioned.Cover` (approximate), the classed entry slices (exact,
-        ``layout == "classed"``), the ``(lo, hi)`` time positions of an int8 pass (exact, ``layout == "time"``)
-        or ``None`` (exact, the candidates gathered).
+        ``layout == "classed"``), the ``(lo, hi)`` time positions of an int8 pass (exact, ``layout ==
+        "time"``) or ``None`` (exact, the candidates gathered).
 
         Costs are counted in float32 rows read contiguously; a gathered row costs
         :data:`~diachron.retrieval.partitioned.GATHER_COST`, an int8 estimate
         :func:`~diachron.retrieval.quantized.first_pass_cost`. The exact layouts: the time-ordered vectors (an
         int8 pass over the positions that can hold candidates, :meth:`TimePartitionedIndex.hull`, or the
-        candidates gathered), or the length-classed entries of an event filter (an int8 pass over their slices).
+        candidates gathered), or the length-classed entries of an event filter (an int8 pass over their
+        slices).
         """
         return self._plan(time_filter, self._candidates(time_filter))
 
@@ -519,8 +522,8 @@ class Searcher:
         """BM25 score of each of ``chunk_ids`` for ``text``, scaled by their best (float64 in [0, 1]; 0 for a
         chunk sharing no word with it).
 
-        The full-text query is prefiltered to ``chunk_ids`` (an Arrow expression, never SQL), so every chunk of
-        the pool is scored however large the table; the index's term statistics are the whole table's (the
+        The full-text query is prefiltered to ``chunk_ids`` (an Arrow expression, never SQL), so every chunk
+        of the pool is scored however large the table; the index's term statistics are the whole table's (the
         scores equal those of an unfiltered query). The text goes in as a match query (no query syntax).
         """
         import pyarrow.compute as pc
