@@ -183,7 +183,8 @@ class Client:
                 time are a lower tier admitted by similarity (:mod:`diachron.retrieval.tiers`).
 
         Returns:
-            :class:`~diachron.schemas.evidence.SearchResult`; evidence in chronological order, ``score`` = cosine.
+            :class:`~diachron.schemas.evidence.SearchResult`; evidence in chronological order,
+            ``score`` = cosine.
 
         Raises:
             ConfigError: ``now`` or ``as_of`` is no datetime (a ``ValueError`` naming the argument).
@@ -291,17 +292,9 @@ class Client:
             and intent.relation is Relation.CURRENT
             and diversify is None
         )
-        hits = self._search(
-            vector,
-            time_filter,
-            self.weights.current_depth(k)
-            if current
-            else k
-            if diversify is None
-            else self.weights.coverage_depth(k),
-            admit,
-            text=intent.core_query,
-        )
+        pool = k if diversify is None else self.weights.coverage_depth(k)
+        depth = self.weights.current_depth(k) if current else pool
+        hits = self._search(vector, time_filter, depth, admit, text=intent.core_query)
         plan = hits.plan.to_dict() if isinstance(hits, Hits) and hits.plan is not None else {}
         if current:  # "current / latest as of D": the latest published first (retrieval/lineage.py)
             hits, intent = _latest_first(hits, lineage, intent, k)  # type: ignore[arg-type]
@@ -309,16 +302,32 @@ class Client:
             periods = anchor_periods(anchors(intent.intervals, extent=self.extent, policy=self.anchor_policy))
             hits = coverage_top_k(hits, periods, k=k)
         seconds["search"] = time.perf_counter() - t2
-        evidence = (
-            build_evidence(hits, self.documents, chronological=chronological)
-            if self.documents is not None
-            else []
-        )
-        evidence = [_with_lineage(e, lineage) for e in evidence] if lineage is not None else evidence
+        evidence = self._evidence(hits, lineage, chronological)
         signals = [*clarifications, *self._signals(intent, lineage, evidence, time_filter, use_time_filter)]
         if clarifications:
             intent = replace(intent, needs_clarification=True)
-        trace = SearchTrace(
+        trace = self._trace(time_filter, anchor_list, vector, seconds, t0, plan)
+        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
+
+    def _evidence(self, hits: Any, lineage: Lineage | None, chronological: bool) -> list[Evidence]:
+        """The hits as evidence (document titles, dates; chronological if asked), with their lineage."""
+        if self.documents is None:
+            return []
+        evidence = build_evidence(hits, self.documents, chronological=chronological)
+        return [_with_lineage(e, lineage) for e in evidence] if lineage is not None else evidence
+
+    def _trace(
+        self,
+        time_filter: TimeFilter,
+        anchor_list: list[Any],
+        vector: Any,
+        seconds: dict[str, float],
+        t0: float,
+        plan: dict[str, Any],
+    ) -> SearchTrace:
+        """What the search did: its filter, candidate count, anchors, rejected examples, timings (``total``
+        since ``t0``, a ``time.perf_counter()``), plan."""
+        return SearchTrace(
             filter=time_filter.to_dict(),
             candidates_after_filter=self._count(time_filter),
             anchors=len(anchor_list),
@@ -327,7 +336,6 @@ class Client:
             seconds={**seconds, "total": time.perf_counter() - t0},
             plan=plan,
         )
-        return SearchResult(intent=intent, evidence=tuple(evidence), trace=trace, signals=tuple(signals))
 
     def _searcher(self, time_filter: TimeFilter | None = None) -> Searcher:
         """The searcher over the latest table version (:mod:`diachron.retrieval.search`, every filter kind).
@@ -353,7 +361,8 @@ class Client:
     def _admission(
         self, intent: TemporalIntent, lineage: Lineage | None, vector: Any, time_filter: TimeFilter
     ) -> tuple[Callable[[dict[str, Any]], bool] | None, list[Clarification]]:
-        """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old rule")."""
+        """Which versions may answer: those valid at t (``at``/``current``), or the earlier ones ("the old
+        rule")."""
         if lineage is None:
             return None, []
         if intent.relation is Relation.CURRENT:
