@@ -214,19 +214,93 @@ def build_time_index(
         shutil.rmtree(directory, ignore_errors=True)
         return {"format": fmt.FORMAT, "num_rows": 0}
     times = _row_times(data)
-    previous = _read_manifest(directory)
-    reuse = _reusable(previous, directory, data, n)
+    reuse = _reusable(_read_manifest(directory), directory, data, n)
     n_old = reuse["num_rows"] if reuse else 0
+    order = _time_order(times, reuse, n_old)
+    tmp = _work_dir(directory)
+    vectors, entries = _write_rows(dataset, data, directory, tmp, order, n_old)
+    tree_rows = n if reuse else int(times["known"].sum())  # a full build: no unknown-time row in the tree
+    level, lo, hi = fmt.tree_nodes(tree_rows, segment_rows)
+    _write_nodes(tmp, times, order[: max(tree_rows, 1)], level, lo, hi)
+    kept = min(n_old // segment_rows * segment_rows, n_old)  # positions whose segment did not change
+    ann, levels = _build_ann(vectors, level, lo, hi, ann_min_rows, kept, reuse, rng, target_recall)
+    _write_ann(tmp, ann)
+    vectors.flush()
+    manifest = {
+        "format": fmt.FORMAT,
+        "table_version": int(dataset.version),
+        "num_rows": n,
+        "dim": vectors.shape[1],
+        "segment_rows": segment_rows,
+        "ann_min_rows": ann_min_rows,
+        "tree_rows": tree_rows,
+        "target_recall": target_recall,
+        "levels": levels,
+        "probe_ids": _probe_ids(data),
+        "incremental_from_rows": n_old,
+        "classed_entries": entries,
+        "build_seconds": round(time.perf_counter() - t0, 3),
+    }
+    _replace(directory, tmp, manifest)
+    log.info(
+        "time index: %d rows (%d reused), %d nodes, %.1f s", n, n_old, len(lo), manifest["build_seconds"]
+    )
+    return manifest
+
+
+def _time_order(times: dict[str, np.ndarray], reuse: dict[str, Any] | None, n_old: int) -> np.ndarray:
+    """Table rows in time order (int32): the previous build's order, then the new rows known time first, by
+    their earliest start."""
     new_order = np.lexsort((times["first_start"][n_old:], ~times["known"][n_old:])) + n_old
-    order = (
+    return (
         np.concatenate([reuse["order"], new_order]).astype(np.int32) if reuse else new_order.astype(np.int32)
     )
+
+
+def _write_ann(tmp: Path, ann: dict[str, np.ndarray]) -> None:
+    """The IVF partitions of :func:`_build_ann` to ``tmp``: centroids, members, then the rest in one file."""
+    np.save(tmp / fmt.CENTROIDS_FILE, ann.pop("centroids"))
+    np.save(tmp / fmt.MEMBERS_FILE, ann.pop("members"))
+    np.savez(tmp / fmt.ANN_FILE, **ann)
+
+
+def _probe_ids(data: pa.Table) -> dict[str, str]:
+    """Up to 16 evenly spaced rows' ``chunk_id`` by row number: a later build checks they are unchanged."""
+    n = data.num_rows
+    probes = np.linspace(0, n - 1, min(n, 16)).astype(np.int64) if n else np.empty(0, dtype=np.int64)
+    return {str(int(i)): data.column("chunk_id")[int(i)].as_py() for i in probes}
+
+
+def _work_dir(directory: Path) -> Path:
+    """An empty ``<directory>.tmp`` beside the index: the build is written there, then renamed into place."""
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    return tmp
+
+
+def _write_rows(
+    dataset: Any, data: pa.Table, directory: Path, tmp: Path, order: np.ndarray, n_old: int
+) -> tuple[np.ndarray, Any]:
+    """The per-row files in ``tmp``: float32 vectors and the order, the int8 codes and the length-classed
+    entries (the last two rewritten whole each build; the codes are a quarter of the vectors' bytes).
+    Returns the vectors (memory-mapped) and what :func:`write_classed` returns."""
+    vectors, position = _write_vectors(dataset, directory, tmp, order, n_old)
+    np.save(tmp / fmt.ORDER_FILE, order)
+    codes = _write_int8(tmp, vectors)
+    return vectors, write_classed(tmp, *_flat_intervals(data)[:3], codes, position)
+
+
+def _write_vectors(
+    dataset: Any, directory: Path, tmp: Path, order: np.ndarray, n_old: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 vectors in time order, written to ``tmp`` (the first ``n_old`` copied from the previous
+    build in ``directory``, the rest read from ``dataset``); returns them (memory-mapped) and each table
+    row's position in that order."""
+    n = len(order)
     dim = dataset.schema.field("vector").type.list_size
     vectors = np.lib.format.open_memmap(tmp / fmt.VECTORS_FILE, mode="w+", dtype=np.float32, shape=(n, dim))
-    if reuse:
+    if n_old:
         vectors[:n_old] = np.load(directory / fmt.VECTORS_FILE, mmap_mode="r")[:n_old]
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)
@@ -235,41 +309,28 @@ def build_time_index(
         block = batch.column(0)
         vectors[position[offset : offset + len(block)]] = block.values.to_numpy().reshape(len(block), dim)
         offset += len(block)
-    np.save(tmp / fmt.ORDER_FILE, order)
-    codes = _write_int8(tmp, vectors)  # rewritten whole each build (a quarter of the vectors' bytes)
-    entries = write_classed(tmp, *_flat_intervals(data)[:3], codes, position)  # rewritten whole each build
-    tree_rows = (
-        n if reuse else int(times["known"].sum())
-    )  # a full build leaves unknown-time rows out of the tree
-    level, lo, hi = fmt.tree_nodes(tree_rows, segment_rows)
-    in_tree = order[: max(tree_rows, 1)]
+    return vectors, position
+
+
+def _write_nodes(
+    tmp: Path,
+    times: dict[str, np.ndarray],
+    in_tree: np.ndarray,
+    level: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> None:
+    """The tree nodes' bounds and time statistics (:data:`fmt.NODE_STATS`), level by level, to ``tmp``."""
     stats = {
         name: np.concatenate([_node_stats(times, in_tree, lo[level == lv])[name] for lv in np.unique(level)])
         for name in fmt.NODE_STATS
     }
     np.savez(tmp / fmt.NODES_FILE, level=level, lo=lo, hi=hi, **stats)
-    kept = min(n_old // segment_rows * segment_rows, n_old)  # positions whose segment did not change
-    ann, levels = _build_ann(vectors, level, lo, hi, ann_min_rows, kept, reuse, rng, target_recall)
-    np.save(tmp / fmt.CENTROIDS_FILE, ann.pop("centroids"))
-    np.save(tmp / fmt.MEMBERS_FILE, ann.pop("members"))
-    np.savez(tmp / fmt.ANN_FILE, **ann)
-    vectors.flush()
-    probes = np.linspace(0, n - 1, min(n, 16)).astype(np.int64) if n else np.empty(0, dtype=np.int64)
-    manifest = {
-        "format": fmt.FORMAT,
-        "table_version": int(dataset.version),
-        "num_rows": n,
-        "dim": dim,
-        "segment_rows": segment_rows,
-        "ann_min_rows": ann_min_rows,
-        "tree_rows": tree_rows,
-        "target_recall": target_recall,
-        "levels": levels,
-        "probe_ids": {str(int(i)): data.column("chunk_id")[int(i)].as_py() for i in probes},
-        "incremental_from_rows": n_old,
-        "classed_entries": entries,
-        "build_seconds": round(time.perf_counter() - t0, 3),
-    }
+
+
+def _replace(directory: Path, tmp: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` into the finished build ``tmp`` and put it in place of ``directory`` (the old one
+    moved aside, then removed)."""
     (tmp / fmt.MANIFEST).write_text(json.dumps(manifest, indent=1))
     old = directory.with_name(directory.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -277,10 +338,6 @@ def build_time_index(
         directory.rename(old)
     tmp.rename(directory)
     shutil.rmtree(old, ignore_errors=True)
-    log.info(
-        "time index: %d rows (%d reused), %d nodes, %.1f s", n, n_old, len(level), manifest["build_seconds"]
-    )
-    return manifest
 
 
 def _reusable(
@@ -382,15 +439,15 @@ def publish_time_index(
     incrementally as :func:`build_time_index` does locally), is uploaded under
     ``<db>/chunks.time_index/v<table_version>/``, then the pointer ``latest.json`` is written (last: a reader
     never sees half a version); the local copy becomes the reader cache of that version
-    (:mod:`diachron.retrieval.index_cache`). Published versions older than the previous one are deleted.
+    (:mod:`diachron.schemas.index_cache`). Published versions older than the previous one are deleted.
     ``build`` is passed to :func:`build_time_index`. Returns the manifest. Raises ``OSError`` /
     ``pyarrow.ArrowException`` when the store cannot be written.
     """
     import pyarrow.fs as pafs
-    from diachron.retrieval.index_cache import cache_dir, drop_older, fetch, read_pointer
+    from diachron.schemas.index_cache import cache_dir, download, drop_older, read_pointer
 
     previous = read_pointer(table_uri, storage_options)
-    seed = fetch(table_uri, storage_options) if previous else None
+    seed = download(table_uri, previous, storage_options) if previous else None
     root = cache_dir(table_uri)
     work = root / f"build.{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
