@@ -15,8 +15,8 @@ gaps, and ask back instead of answering when the question's time is ambiguous.
   question's own window. A reply that fails, or an endpoint that fails, gives the deterministic answer with
   the reason.
 
-Dates in the text are written as people write them (UTC, ``diachron.display``); every interval is half-open
-``[start, end)`` in UTC.
+Dates in the text are written as people write them (UTC, ``diachron.schemas.display``); every interval is
+half-open ``[start, end)`` in UTC.
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from diachron.schemas.display import human_instant, human_interval
 from diachron.schemas.evidence import Evidence, SearchResult
 from diachron.schemas.intent import Relation
 from diachron.schemas.lineage import Clarification, ConflictKind, ConflictSignal, GapSignal
 from diachron.schemas.time import Granularity, Interval, floor_to, format_instant, parse_instant
-
-from diachron.display import human_instant, human_interval
 
 __all__ = ["Answer", "Citation", "LLMConfig", "answer", "check_reply", "compose", "summarize"]
 
