@@ -634,8 +634,6 @@ def ask(
 ) -> None:
     """Answer QUESTION with chronologically ordered, cited evidence from the index (--answer: and a cited
     answer that keeps the question's time)."""
-    from diachron.retrieval.errors import RetrievalError
-
     try:
         text = check_question(question)
         clock, known = parse_clock(now, "--now") or datetime.now(UTC), parse_clock(as_of, "--as-of")
@@ -647,17 +645,14 @@ def ask(
             f"a service reads questions in its own zone and fiscal calendar: start it with "
             f"`diachron serve --timezone … --fiscal-calendar …` instead of passing them to `ask --db {db}`"
         )
-    with _readable(db):
-        client = _open_client(db, config)
-        try:
-            result = client.search(text, k=k, now=clock, as_of=known)
-        except OverflowError:
-            raise _fail(
-                f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999"
-            ) from None
-        except RetrievalError as exc:
-            raise _fail(str(exc)) from None
+    client, result = _ask_search(db, config, text, k=k, clock=clock, known=known)
     reply = _answer(result, llm_url, llm_model) if answer or llm_url else None
+    _print_result(client, result, reply, question=question, as_json=as_json)
+
+
+def _print_result(client: Any, result: SearchResult, reply: Any, *, question: str, as_json: bool) -> None:
+    """``ask``'s output: the JSON (with an ``answer`` object when ``reply`` is given), else the answer panel
+    and the cards (an empty result names the index's time span)."""
     if as_json:
         payload = result.to_dict()
         if reply is not None:
@@ -667,6 +662,25 @@ def ask(
     if reply is not None:
         print_answer(reply)
     print_cards(result, question=question, extent=_extent(client) if not result.evidence else None)
+
+
+def _ask_search(
+    db: str, config: Any, text: str, *, k: int, clock: datetime, known: datetime | None
+) -> tuple[Any, SearchResult]:
+    """The client on ``db`` and its result for ``text``; a retrieval error or a time past the years 1–9999
+    is one line (exit 1)."""
+    from diachron.retrieval.errors import RetrievalError
+
+    with _readable(db):
+        client = _open_client(db, config)
+        try:
+            return client, client.search(text, k=k, now=clock, as_of=known)
+        except OverflowError:
+            raise _fail(
+                f"the question's time, read at --now {format_instant(clock)}, runs past the years 1–9999"
+            ) from None
+        except RetrievalError as exc:
+            raise _fail(str(exc)) from None
 
 
 def _answer(result: SearchResult, llm_url: str | None, llm_model: str | None) -> Any:
