@@ -101,6 +101,7 @@ def _top(searcher: Searcher, vector: np.ndarray, window: Interval) -> list[int]:
 
 
 def test_index_published_on_s3_is_read_through_a_cache_and_extended(s3, tmp_path, monkeypatch):
+    # its own prefix: moto's in-process servers share one store, and tests/test_replicas.py writes replicas/db
     options, env = s3
     endpoint = options["aws_endpoint"]
     for name, value in env.items():
@@ -108,20 +109,24 @@ def test_index_published_on_s3_is_read_through_a_cache_and_extended(s3, tmp_path
     monkeypatch.setattr(index_cache, "STAMP_SECONDS", 0.0)
     data, _ = generate(N + MORE, seed=4, kind="clustered")
     first, later = data.slice(0, N), data.slice(N)
-    uri = "s3://diachron/replicas/db"
-    table = lancedb.connect(uri, storage_options=options).create_table("chunks", data=first)
+    uri = "s3://diachron/s3-index/db"
+    table = lancedb.connect(uri, storage_options=options).create_table(
+        "chunks",
+        data=first,
+        mode="overwrite",  # a create retried by the client under load must not fail
+    )
     table_uri = table.to_lance().uri
-    assert table_uri.startswith("s3://diachron/replicas/db/chunks")
+    assert table_uri.startswith("s3://diachron/s3-index/db/chunks")
 
     monkeypatch.setenv("DIACHRON_CACHE", str(tmp_path / "writer"))
     manifest = publish_time_index(table.to_lance(), table_uri, options, **BUILD)
     version = manifest["table_version"]
-    files = _keys(endpoint, "replicas/db/chunks.time_index/")
+    files = _keys(endpoint, "s3-index/db/chunks.time_index/")
     assert "latest.json" in files and f"v{version}/manifest.json" in files
     assert f"v{version}/vectors_int8.npy" in files and f"v{version}/classed_int8.npy" in files
     pointer = json.loads(
         _client(endpoint)
-        .get_object(Bucket="diachron", Key="replicas/db/chunks.time_index/latest.json")["Body"]
+        .get_object(Bucket="diachron", Key="s3-index/db/chunks.time_index/latest.json")["Body"]
         .read()
     )
     assert pointer == {"format": manifest["format"], "table_version": version, "num_rows": N}
@@ -156,7 +161,7 @@ def test_index_published_on_s3_is_read_through_a_cache_and_extended(s3, tmp_path
     assert writer_cache == [
         f"v{again['table_version']}"
     ]  # the published build, nothing older, no work folder
-    published = {k.split("/")[0] for k in _keys(endpoint, "replicas/db/chunks.time_index/")}
+    published = {k.split("/")[0] for k in _keys(endpoint, "s3-index/db/chunks.time_index/")}
     assert published == {"latest.json", f"v{version}", f"v{again['table_version']}"}
     monkeypatch.setenv("DIACHRON_CACHE", str(tmp_path / "reader"))
     assert grown.is_stale()  # same table version, a newer index
