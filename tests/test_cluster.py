@@ -8,6 +8,7 @@ node it runs on) and the result must equal a single-node run of the same input r
 
 from __future__ import annotations
 
+import calendar
 import json
 import subprocess
 import sys
@@ -69,20 +70,7 @@ def _rows(db: Path) -> dict[str, list[dict[str, Any]]]:
 
 def _notes(path: Path) -> Path:
     """24 minutes of two paragraphs each (two chunks of at most 48 tokens per document)."""
-    months = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ]
+    months = list(calendar.month_name)[1:]  # English: Python's default C locale
     lines = [
         json.dumps(
             {

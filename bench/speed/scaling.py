@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import secrets
@@ -256,20 +257,7 @@ def _short(name: str) -> str:
     return name.removeprefix("MapBatches(").removesuffix(")")
 
 
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
+_MONTHS = list(calendar.month_name)[1:]  # English: Python's default C locale
 
 
 def synthetic(i: int, changed: bool = False) -> dict[str, Any]:
