@@ -717,15 +717,9 @@ def _readable(db: str) -> Iterator[None]:
 
 
 def _damage(db: str) -> str | None:
-    """One line describing ``db``'s damaged tables (:mod:`diachron.repair`), ``None`` if none is found."""
-    if "://" in db:  # a service or object storage: checked where the data files are local (see service)
-        return None
-    from diachron.repair import damage_line
+    from diachron.repair import diagnose
 
-    try:
-        return damage_line(db)
-    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
-        return None
+    return diagnose(db)
 
 
 @app.command()

@@ -19,7 +19,7 @@ from typing import Any
 
 from diachron.schemas.errors import TerminalError
 
-__all__ = ["Damage", "RepairError", "Repaired", "damage_line", "find_damage", "repair"]
+__all__ = ["Damage", "RepairError", "Repaired", "damage_line", "diagnose", "find_damage", "repair"]
 
 
 class RepairError(TerminalError, RuntimeError):
@@ -122,6 +122,19 @@ def damage_line(db: str, damage: list[Damage] | None = None) -> str | None:
         "readable version (later writes to it are dropped; re-run the ingest to redo them), or restore the "
         "database from a backup"
     )
+
+
+def diagnose(db: str | None) -> str | None:
+    """:func:`damage_line` for a local database, never raising: ``None`` when ``db`` is empty, a URL (a
+    service or object storage: there the check would cost one request per data file, and a damaged table
+    shows as the read error itself), whole, or cannot be checked (the diagnosis must not hide the error
+    that led to it)."""
+    if not db or "://" in db:
+        return None
+    try:
+        return damage_line(db)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return None
 
 
 def _versions(table_uri: str) -> list[int]:

@@ -178,19 +178,9 @@ def _windowed(intent: TemporalIntent, window: Window) -> TemporalIntent:
 
 
 def _damage(db: str | None) -> str | None:
-    """The one line naming ``db``'s damaged tables (:func:`diachron.repair.damage_line`), else ``None``.
+    from diachron.repair import diagnose
 
-    Local databases only: on object storage the check would cost one request per data file on every
-    ``/health`` (and the service's storage options are not the ones ``lancedb.connect`` would guess), so
-    there a damaged table shows as the read error itself."""
-    if not db or "://" in db:
-        return None
-    from diachron.repair import damage_line
-
-    try:
-        return damage_line(db)
-    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
-        return None
+    return diagnose(db)
 
 
 def _open_index(db: str | None) -> _Index | None:
@@ -203,9 +193,10 @@ def _open_index(db: str | None) -> _Index | None:
     except RetrievalError:
         raise
     except Exception:
-        if _damage(db) is None:
+        line = _damage(db)  # checked once: one stat per data file
+        if line is None:
             raise
-        log.error("%s", _damage(db))
+        log.error("%s", line)
         return None
 
 
